@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+// AudioGraph: an AUGraph-style real-time audio graph engine for Linux, pulled by JACK.
+// Dependencies point one way: Examples → AudioGraphJACK (driver) → AudioGraph (core, no JACK).
+import PackageDescription
+
+let package = Package(
+    name: "AudioGraph",
+    products: [
+        .library(name: "AudioGraph", targets: ["AudioGraph"]),
+        .library(name: "AudioGraphJACK", targets: ["AudioGraphJACK"]),
+        .executable(name: "graphthru", targets: ["graphthru"]),
+    ],
+    targets: [
+        // libjack from Debian's libjack-jackd2-dev; a shim wraps the variadic jack_client_open.
+        .systemLibrary(
+            name: "CJack",
+            path: "Sources/CJack",
+            pkgConfig: "jack",
+            providers: [.apt(["libjack-jackd2-dev"])]
+        ),
+        // The engine core: formats, units, graph, render plan, offline driver. No JACK here.
+        .target(
+            name: "AudioGraph",
+            path: "Sources/AudioGraph"
+        ),
+        // The JACK driver: a client whose process callback pulls the graph.
+        .target(
+            name: "AudioGraphJACK",
+            dependencies: ["AudioGraph", "CJack"],
+            path: "Sources/AudioGraphJACK"
+        ),
+        .executableTarget(
+            name: "graphthru",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Examples/graphthru"
+        ),
+        .testTarget(
+            name: "AudioGraphTests",
+            dependencies: ["AudioGraph"],
+            path: "Tests/AudioGraphTests"
+        ),
+        .testTarget(
+            name: "AudioGraphJACKTests",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Tests/AudioGraphJACKTests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,407 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A node in an ``AudioGraph``. Mirrors `AUNode`: a small integer, unique within its graph,
+/// never reused after removal.
+public struct AUNode: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The node number, counted from 1.
+    public let rawValue: Int32
+    /// Wraps a node number.
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+    /// Orders by node number.
+    public static func < (a: AUNode, b: AUNode) -> Bool { a.rawValue < b.rawValue }
+    /// For example `node 3`.
+    public var description: String { "node \(rawValue)" }
+}
+
+/// One connection: (source node, output element) → (destination node, input element).
+/// Mirrors `AUNodeConnection`.
+public struct AUNodeConnection: Hashable, Sendable, CustomStringConvertible {
+    /// The node whose output feeds the destination.
+    public let sourceNode: AUNode
+    /// Output element of `sourceNode`.
+    public let sourceOutputElement: AudioUnitElement
+    /// The node being fed.
+    public let destinationNode: AUNode
+    /// Input element of `destinationNode`.
+    public let destinationInputElement: AudioUnitElement
+    /// For example `node 1:1 → node 2:0`.
+    public var description: String {
+        "\(sourceNode):\(sourceOutputElement) → \(destinationNode):\(destinationInputElement)"
+    }
+}
+
+/// A graph of audio units pulled by a driver: the `AUGraph` analogue.
+///
+/// Lifecycle: create → add nodes and connect them → ``initialize()`` → ``start()`` → (edits +
+/// ``update()``)* → ``stop()`` → ``uninitialize()``. Edits (connect, disconnect, set an input
+/// callback, remove a node, clear connections) are validated when made and queued; ``update()``
+/// applies all queued edits at once or, if any fails, none of them. ``addNode(_:)`` takes effect
+/// at once, but a new node is only rendered once an update connects it. ``initialize()`` applies
+/// queued edits too.
+///
+/// Rendering: the graph compiles into a render plan — units in pull order (each renders once
+/// per slice, whatever its fan-out), buffers preallocated — that the render thread picks up
+/// through an atomic pointer, never a lock. The old plan is freed on the control thread after
+/// the render thread has moved past it. A driver pulls through ``renderContext``.
+///
+/// Thread: all methods from a control thread, one at a time (not the render thread: edits from
+/// it throw ``AudioUnitError/cannotDoInCurrentContext``). Parameters may be set from any thread.
+public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
+    struct InputKey: Hashable { let node: AUNode; let element: AudioUnitElement }
+    enum InputSource {
+        case connection(AUNode, AudioUnitElement)
+        case callback(CallbackBox)
+    }
+    struct Topology {
+        var nodes: [AUNode: AudioUnit] = [:]
+        var inputs: [InputKey: InputSource] = [:]
+    }
+
+    private var committed = Topology()
+    var pending = Topology()
+    private var nextNode: Int32 = 1
+    private var removedPending: [AudioUnit] = []
+    let shared = RenderShared()
+    private var currentResources: PlanResources?
+    private var retired: [PlanResources] = []
+
+    /// Whether ``initialize()`` has succeeded (and ``uninitialize()`` not been called since).
+    public private(set) var isInitialized = false
+
+    /// Creates an empty graph. Thread: any.
+    public init() {}
+
+    deinit {
+        shared.running.store(false, ordering: .releasing)
+        _ = shared.current.exchange(nil, ordering: .sequentiallyConsistent)
+        // A driver must be closed before its graph goes; nothing renders by now.
+        retired.removeAll()
+        currentResources = nil
+    }
+
+    /// The handle a driver calls once per device cycle. Valid while the graph lives.
+    public var renderContext: GraphRenderContext { GraphRenderContext(shared: Unmanaged.passUnretained(shared)) }
+
+    /// Whether the graph is started: a driver's pulls render it (otherwise they render silence).
+    /// Thread: any.
+    public var isRunning: Bool { shared.running.load(ordering: .acquiring) }
+
+    /// Render cycles completed since the graph was created. Thread: any.
+    public var renderCycleCount: UInt64 { shared.cycles.load(ordering: .acquiring) }
+
+    /// Render callbacks that returned a non-zero status (their element rendered silence). Thread: any.
+    public var renderErrorCount: UInt64 { shared.renderErrors.load(ordering: .relaxed) }
+
+    /// Whether edits are queued that ``update()`` has not applied yet.
+    public var hasPendingEdits: Bool {
+        Set(pending.nodes.keys) != Set(committed.nodes.keys) || !sameInputs(pending.inputs, committed.inputs)
+    }
+
+    private func sameInputs(_ a: [InputKey: InputSource], _ b: [InputKey: InputSource]) -> Bool {
+        guard a.count == b.count else { return false }
+        for (key, source) in a {
+            switch (source, b[key]) {
+            case let (.connection(n1, e1), .connection(n2, e2)?): if n1 != n2 || e1 != e2 { return false }
+            case let (.callback(c1), .callback(c2)?): if c1 !== c2 { return false }
+            default: return false
+            }
+        }
+        return true
+    }
+
+    func checkControlThread() throws(AudioUnitError) {
+        if shared.renderThread.load(ordering: .relaxed) == UInt(pthread_self()) { throw .cannotDoInCurrentContext }
+    }
+
+    // MARK: - Nodes
+
+    /// Adds a unit as a new node; it exists at once (`nodeInfo` finds it) and is rendered once an
+    /// update connects it. Mirrors `AUGraphAddNode` + `AUGraphNodeInfo`.
+    /// - Parameter unit: a unit not in any graph. Render callbacks set on it beforehand become
+    ///   queued edits.
+    /// - Returns: the new node.
+    /// - Throws: ``AudioUnitError/invalidAudioUnit`` (already in a graph),
+    ///   ``AudioUnitError/outputNodeErr`` (a second ``IOUnit``), ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread.
+    @discardableResult
+    public func addNode(_ unit: AudioUnit) throws(AudioUnitError) -> AUNode {
+        try checkControlThread()
+        guard unit.graph == nil, !removedPending.contains(where: { $0 === unit }) else { throw .invalidAudioUnit }
+        if unit is IOUnit, pending.nodes.values.contains(where: { $0 is IOUnit }) { throw .outputNodeErr }
+        let node = AUNode(rawValue: nextNode)
+        nextNode += 1
+        unit.graph = self
+        unit.node = node
+        committed.nodes[node] = unit
+        pending.nodes[node] = unit
+        for (element, callback) in unit.detachedRenderCallbacks.sorted(by: { $0.key < $1.key }) {
+            pending.inputs[InputKey(node: node, element: element)] = .callback(CallbackBox(render: callback))
+        }
+        unit.detachedRenderCallbacks = [:]
+        return node
+    }
+
+    /// Queues the removal of a node and every connection to or from it. Mirrors `AUGraphRemoveNode`.
+    /// The unit keeps rendering until ``update()``; after it returns, the render thread never
+    /// touches the unit again and the unit may join another graph.
+    /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread.
+    public func removeNode(_ node: AUNode) throws(AudioUnitError) {
+        try checkControlThread()
+        guard pending.nodes[node] != nil else { throw .nodeNotFound }
+        pending.nodes[node] = nil
+        pending.inputs = pending.inputs.filter { key, source in
+            if key.node == node { return false }
+            if case .connection(let source, _) = source, source == node { return false }
+            return true
+        }
+    }
+
+    /// The nodes, in order of addition, including queued additions and excluding queued removals.
+    public var nodes: [AUNode] { pending.nodes.keys.sorted() }
+
+    /// Number of nodes. Mirrors `AUGraphGetNodeCount`.
+    public var nodeCount: Int { pending.nodes.count }
+
+    /// The node at an index of ``nodes``. Mirrors `AUGraphGetIndNode`.
+    /// - Throws: ``AudioUnitError/invalidElement`` when `index` is out of 0..<nodeCount.
+    public func node(at index: Int) throws(AudioUnitError) -> AUNode {
+        let all = nodes
+        guard index >= 0, index < all.count else { throw .invalidElement }
+        return all[index]
+    }
+
+    /// The unit a node holds. Mirrors `AUGraphNodeInfo`.
+    /// - Throws: ``AudioUnitError/nodeNotFound``.
+    public func nodeInfo(_ node: AUNode) throws(AudioUnitError) -> AudioUnit {
+        guard let unit = pending.nodes[node] else { throw .nodeNotFound }
+        return unit
+    }
+
+    // MARK: - Connections and callbacks
+
+    /// Queues a connection from a source node's output element to a destination node's input
+    /// element. Mirrors `AUGraphConnectNodeInput`. Fan-out (one output, many inputs) is allowed;
+    /// fan-in needs a mixer. Formats are checked when the graph compiles (initialize/update).
+    /// - Parameters:
+    ///   - source: node whose output feeds. For the ``IOUnit`` only element 1 (device input) can feed.
+    ///   - sourceOutputElement: 0…outputElementCount−1.
+    ///   - destination: node to feed. For the ``IOUnit`` only element 0 (device output) can be fed.
+    ///   - destinationInputElement: 0…inputElementCount−1.
+    /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
+    ///   ``AudioUnitError/invalidConnection`` (input already fed, a cycle, or an IO device side),
+    ///   ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread.
+    public func connectNodeInput(_ source: AUNode, sourceOutputElement: AudioUnitElement,
+                                 _ destination: AUNode, destinationInputElement: AudioUnitElement) throws(AudioUnitError) {
+        try checkControlThread()
+        guard let src = pending.nodes[source], let dst = pending.nodes[destination] else { throw .nodeNotFound }
+        try src.checkElement(.output, sourceOutputElement)
+        try dst.checkElement(.input, destinationInputElement)
+        if src is IOUnit, sourceOutputElement != IOUnit.inputElement { throw .invalidConnection }
+        if dst is IOUnit, destinationInputElement != IOUnit.outputElement { throw .invalidConnection }
+        let key = InputKey(node: destination, element: destinationInputElement)
+        guard pending.inputs[key] == nil else { throw .invalidConnection }
+        if !(src is IOUnit) && !(dst is IOUnit) && isUpstream(destination, of: source, in: pending) { throw .invalidConnection }
+        pending.inputs[key] = .connection(source, sourceOutputElement)
+    }
+
+    /// Whether `candidate` feeds `node`, directly or through other units (the IO unit breaks paths:
+    /// its input side is a source, its output side a sink).
+    private func isUpstream(_ candidate: AUNode, of node: AUNode, in topology: Topology) -> Bool {
+        var stack = [node], seen: Set<AUNode> = []
+        while let n = stack.popLast() {
+            if n == candidate { return true }
+            guard seen.insert(n).inserted, let unit = topology.nodes[n], !(unit is IOUnit) else { continue }
+            for element in 0..<unit.elementCount(.input) {
+                if case .connection(let s, _)? = topology.inputs[InputKey(node: n, element: element)] { stack.append(s) }
+            }
+        }
+        return false
+    }
+
+    /// Queues the removal of whatever feeds an input element (connection or callback).
+    /// Mirrors `AUGraphDisconnectNodeInput`.
+    /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
+    ///   ``AudioUnitError/noConnection`` (nothing feeds it), ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread.
+    public func disconnectNodeInput(_ destination: AUNode, inputElement: AudioUnitElement) throws(AudioUnitError) {
+        try checkControlThread()
+        guard let dst = pending.nodes[destination] else { throw .nodeNotFound }
+        try dst.checkElement(.input, inputElement)
+        let key = InputKey(node: destination, element: inputElement)
+        guard pending.inputs[key] != nil else { throw .noConnection }
+        pending.inputs[key] = nil
+    }
+
+    /// Queues a render callback as the source of an input element. Mirrors `AUGraphSetNodeInputCallback`.
+    /// - Parameters:
+    ///   - destination: the node to feed.
+    ///   - inputElement: 0…inputElementCount−1 (for the ``IOUnit``, 0).
+    ///   - callback: called on the render thread once per slice; see ``RenderCallback``.
+    /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
+    ///   ``AudioUnitError/invalidConnection`` (already fed; disconnect first),
+    ///   ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread.
+    public func setNodeInputCallback(_ destination: AUNode, inputElement: AudioUnitElement, _ callback: @escaping RenderCallback) throws(AudioUnitError) {
+        try checkControlThread()
+        guard let dst = pending.nodes[destination] else { throw .nodeNotFound }
+        try dst.checkElement(.input, inputElement)
+        if dst is IOUnit, inputElement != IOUnit.outputElement { throw .invalidConnection }
+        let key = InputKey(node: destination, element: inputElement)
+        guard pending.inputs[key] == nil else { throw .invalidConnection }
+        pending.inputs[key] = .callback(CallbackBox(render: callback))
+    }
+
+    /// Queues the removal of every connection and input callback. Mirrors `AUGraphClearConnections`.
+    /// - Throws: ``AudioUnitError/cannotDoInCurrentContext``.
+    public func clearConnections() throws(AudioUnitError) {
+        try checkControlThread()
+        pending.inputs = [:]
+    }
+
+    /// The connections as they will be after the next update (queued edits included), sorted by
+    /// destination. Mirrors `AUGraphGetNumberOfInteractions` / `AUGraphGetInteractionInfo`.
+    public var connections: [AUNodeConnection] {
+        pending.inputs.compactMap { key, source -> AUNodeConnection? in
+            guard case .connection(let node, let element) = source else { return nil }
+            return AUNodeConnection(sourceNode: node, sourceOutputElement: element,
+                                    destinationNode: key.node, destinationInputElement: key.element)
+        }.sorted { ($0.destinationNode, $0.destinationInputElement) < ($1.destinationNode, $1.destinationInputElement) }
+    }
+
+    func isInputConnected(_ node: AUNode, _ element: AudioUnitElement) -> Bool {
+        if case .connection? = pending.inputs[InputKey(node: node, element: element)] { return true }
+        return false
+    }
+
+    func pendingRenderCallback(_ node: AUNode, _ element: AudioUnitElement) -> RenderCallback? {
+        if case .callback(let box)? = pending.inputs[InputKey(node: node, element: element)] { return box.render }
+        return nil
+    }
+
+    // MARK: - Lifecycle
+
+    /// Applies queued edits and compiles the render plan: every unit gets its render resources.
+    /// Mirrors `AUGraphInitialize`. Does nothing if already initialized.
+    /// - Throws: ``AudioUnitError/outputNodeErr`` (no IO node), ``AudioUnitError/formatNotSupported``
+    ///   (connected formats that cannot meet), ``AudioUnitError/invalidConnection``,
+    ///   ``AudioUnitError/cannotDoInCurrentContext``. On failure nothing changes and queued edits stay.
+    /// - Thread: control thread; allocates.
+    public func initialize() throws(AudioUnitError) {
+        try checkControlThread()
+        if isInitialized { return }
+        let built = try buildPlan(pending)
+        commit(pending, built)
+        isInitialized = true
+        publish(built.resources)
+    }
+
+    /// Stops the graph if running and releases every unit's render resources. Mirrors
+    /// `AUGraphUninitialize`. Formats and element counts can change again afterwards.
+    /// - Throws: ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread; waits (at most about a second) for the render thread to leave the plan.
+    public func uninitialize() throws(AudioUnitError) {
+        try checkControlThread()
+        stop()
+        guard isInitialized else { return }
+        publish(nil)
+        isInitialized = false
+        for unit in committed.nodes.values { unit.isInitialized = false }
+    }
+
+    /// Starts rendering: a driver's pulls now render the graph. Mirrors `AUGraphStart`.
+    /// - Throws: ``AudioUnitError/uninitialized`` (call ``initialize()`` first),
+    ///   ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread.
+    public func start() throws(AudioUnitError) {
+        try checkControlThread()
+        guard isInitialized else { throw .uninitialized }
+        shared.running.store(true, ordering: .releasing)
+    }
+
+    /// Stops rendering; pulls render silence. Mirrors `AUGraphStop`. Thread: control thread.
+    public func stop() {
+        shared.running.store(false, ordering: .releasing)
+    }
+
+    /// Applies every queued edit at once, or none. Mirrors `AUGraphUpdate`.
+    ///
+    /// While initialized, the new plan is compiled off the render thread and swapped in between
+    /// two cycles; units being removed are released after the render thread has left the old plan.
+    /// Filter memory and ramps of units that stay are kept. If compiling fails (for example
+    /// formats that cannot meet), the queued edits are discarded, the graph renders exactly as
+    /// before, and the error is thrown.
+    /// - Throws: ``AudioUnitError/formatNotSupported``, ``AudioUnitError/outputNodeErr`` (the IO node
+    ///   was removed while initialized), ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread; allocates; may wait up to about a second for the render thread.
+    public func update() throws(AudioUnitError) {
+        try checkControlThread()
+        let target = pending
+        if isInitialized {
+            let built: BuiltPlan
+            do { built = try buildPlan(target) } catch {
+                pending = committed
+                throw error
+            }
+            commit(target, built)
+            publish(built.resources)
+        } else {
+            commit(target, nil)
+        }
+        releaseRemovedUnits()
+    }
+
+    private func commit(_ target: Topology, _ built: BuiltPlan?) {
+        let removed = committed.nodes.filter { target.nodes[$0.key] == nil }.map(\.value)
+        committed = target
+        pending = target
+        removedPending = removed
+        if let built {
+            for (node, formats) in built.formats {
+                guard let unit = target.nodes[node] else { continue }
+                for (element, format) in formats.inputs.enumerated() { if let format { unit.inputFormats[element] = format } }
+                unit.outputFormats = formats.outputs
+            }
+            for (node, kernel) in built.kernels { target.nodes[node]?.kernel = kernel }
+            for unit in target.nodes.values { unit.isInitialized = true }
+        }
+    }
+
+    private func releaseRemovedUnits() {
+        for unit in removedPending {
+            unit.graph = nil
+            unit.node = nil
+            unit.isInitialized = false
+            unit.kernel = nil
+        }
+        removedPending = []
+    }
+
+    // MARK: - Publication
+
+    /// Publishes a plan (or none), then frees every retired plan the render thread has left.
+    private func publish(_ resources: PlanResources?) {
+        let old = currentResources
+        currentResources = resources
+        _ = shared.current.exchange(resources?.plan, ordering: .sequentiallyConsistent)
+        if let old { retired.append(old) }
+        reclaim()
+    }
+
+    /// Frees retired plans once the render thread's hazard pointer is not on them. Waits up to
+    /// about a second per plan (a render cycle takes one period); a plan still in use after that
+    /// (a render thread that died mid-cycle) is kept for a later attempt rather than freed under it.
+    private func reclaim() {
+        retired = retired.filter { resources in
+            for _ in 0..<10_000 {
+                if shared.hazard.load(ordering: .sequentiallyConsistent) != resources.plan { return false }
+                usleep(100)
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,434 @@
+/// The kinds of processing unit the engine provides. Mirrors the `AudioComponentDescription`
+/// subtypes an AUGraph app asks for.
+public enum AudioUnitType: String, Sendable, CaseIterable {
+    /// The device unit (`kAudioUnitSubType_RemoteIO` / `HALOutput`): element 1 = device input, element 0 = device output.
+    case io
+    /// `kAudioUnitSubType_MultiChannelMixer`: sums any number of input elements into one output.
+    case multichannelMixer
+    /// `kAudioUnitSubType_LowPassFilter`: a second-order low-pass filter.
+    case lowPassFilter
+    /// A gain gate with a click-free ramped Mute parameter (no Apple counterpart).
+    case muteGate
+}
+
+/// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
+/// analogue.
+///
+/// Create one of the concrete units (``IOUnit``, ``MultichannelMixerUnit``, ``LowPassFilterUnit``,
+/// ``MuteGateUnit``) and add it to an ``AudioGraph``. Properties are read and written by
+/// (property, scope, element), parameters by (id, scope, element), with the exact AudioUnit error
+/// codes for bad calls. A call that throws changes nothing.
+///
+/// Thread: properties from a control thread (one at a time); parameters from any thread
+/// (lock-free, picked up by the render thread at the next slice).
+public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
+    /// The unit's type.
+    public let type: AudioUnitType
+
+    // Application-visible formats per element (index = element).
+    var inputFormats: [StreamFormat]
+    var outputFormats: [StreamFormat]
+    // Formats the application set itself; the others follow the graph's sample rate.
+    var explicitFormats: Set<FormatKey> = []
+    var shouldAllocateBuffer: [FormatKey: Bool] = [:]
+    var maximumFramesPerSlice: UInt32 = 1024
+    /// Whether the unit has render resources (set when its graph initializes it).
+    public internal(set) var isInitialized = false
+
+    // Graph membership (control thread).
+    weak var graph: AudioGraph?
+    var node: AUNode?
+    // Callbacks stored while the unit is outside a graph; handed to the graph on addNode.
+    var detachedRenderCallbacks: [AudioUnitElement: RenderCallback] = [:]
+
+    // Parameters: groups of per-element values; bank slots are laid out group by group.
+    var bank: ParameterBank
+    // Render-thread state owned by the unit, kept across plan rebuilds (filter memory, ramps).
+    var kernel: KernelStorage?
+
+    struct FormatKey: Hashable { let scope: AudioUnitScope; let element: AudioUnitElement }
+
+    init(type: AudioUnitType, inputFormats: [StreamFormat], outputFormats: [StreamFormat]) {
+        self.type = type
+        self.inputFormats = inputFormats
+        self.outputFormats = outputFormats
+        self.bank = ParameterBank(values: [])
+        self.bank = ParameterBank(values: defaultParameterValues(inputElements: inputFormats.count))
+    }
+
+    /// For example `multichannelMixer (node 3)`.
+    public var description: String {
+        if let node { return "\(type.rawValue) (node \(node.rawValue))" }
+        return type.rawValue
+    }
+
+    // MARK: - Overridable behaviour (internal)
+
+    /// Parameters per scope; input-scope and output-scope ones exist once per element.
+    class var parameterDefinitions: [AudioUnitParameterInfo] { [] }
+
+    /// Whether the element count of `scope` may be changed (mixer inputs).
+    func canSetElementCount(_ scope: AudioUnitScope) -> Bool { false }
+
+    /// Whether (scope, element) is a device side whose format the app cannot write (IO unit).
+    func isDeviceSide(_ scope: AudioUnitScope, _ element: AudioUnitElement) -> Bool { false }
+
+    /// Unit-specific format rules beyond ``StreamFormat/validate()``.
+    func checkFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) {
+        // The engine renders Float32 non-interleaved; other layouts are converted at the edges only.
+        guard format.isCanonical else { throw .formatNotSupported }
+    }
+
+    /// The parameter's upper bound at the unit's current sample rate.
+    func maxValue(of info: AudioUnitParameterInfo) -> Float { info.maxValue }
+
+    /// The sample rate the unit currently runs at (its first output format's).
+    var currentSampleRate: Double { outputFormats.first?.sampleRate ?? inputFormats.first?.sampleRate ?? 48_000 }
+
+    // MARK: - Elements
+
+    /// Number of elements in a scope: 1 for global, else the unit's input or output element count.
+    /// Mirrors reading `kAudioUnitProperty_ElementCount`.
+    public func elementCount(_ scope: AudioUnitScope) -> UInt32 {
+        switch scope {
+        case .global: return 1
+        case .input: return UInt32(inputFormats.count)
+        case .output: return UInt32(outputFormats.count)
+        }
+    }
+
+    func checkElement(_ scope: AudioUnitScope, _ element: AudioUnitElement) throws(AudioUnitError) {
+        guard element < elementCount(scope) else { throw .invalidElement }
+    }
+
+    // MARK: - Properties
+
+    /// Reads a property. Mirrors `AudioUnitGetProperty`.
+    /// - Parameters:
+    ///   - id: the property; see ``AudioUnitPropertyID`` for each one's scope and value kind.
+    ///   - scope: where to read it.
+    ///   - element: 0…elementCount(scope)−1 (0 for global).
+    /// - Returns: the value, in the case documented for the property.
+    /// - Throws: ``AudioUnitError/invalidProperty`` (unknown or not on this unit),
+    ///   ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``.
+    /// - Thread: control thread.
+    public func getProperty(_ id: AudioUnitPropertyID, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) -> AudioUnitPropertyValue {
+        switch id {
+        case .streamFormat:
+            return .streamFormat(try streamFormat(scope: scope, element: element))
+        case .sampleRate:
+            return .float64(try streamFormat(scope: scope, element: element).sampleRate)
+        case .elementCount:
+            return .uint32(elementCount(scope))
+        case .latency, .tailTime:
+            guard scope == .global else { throw .invalidScope }
+            try checkElement(scope, element)
+            return .float64(0)
+        case .maximumFramesPerSlice:
+            guard scope == .global else { throw .invalidScope }
+            try checkElement(scope, element)
+            return .uint32(maximumFramesPerSlice)
+        case .shouldAllocateBuffer:
+            guard scope != .global else { throw .invalidScope }
+            try checkElement(scope, element)
+            return .uint32(shouldAllocateBuffer[FormatKey(scope: scope, element: element)] ?? true ? 1 : 0)
+        case .setRenderCallback:
+            guard scope == .input else { throw .invalidScope }
+            try checkElement(scope, element)
+            return .renderCallback(renderCallback(element: element))
+        default:
+            return try getUnitProperty(id, scope: scope, element: element)
+        }
+    }
+
+    /// Unit-specific properties (IO: EnableIO, SetInputCallback).
+    func getUnitProperty(_ id: AudioUnitPropertyID, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) -> AudioUnitPropertyValue {
+        throw .invalidProperty
+    }
+
+    func setUnitProperty(_ id: AudioUnitPropertyID, scope: AudioUnitScope, element: AudioUnitElement, _ value: AudioUnitPropertyValue) throws(AudioUnitError) {
+        throw .invalidProperty
+    }
+
+    /// Writes a property. Mirrors `AudioUnitSetProperty`.
+    ///
+    /// Rules (shared/REFERENCE.md): StreamFormat, SampleRate, MaximumFramesPerSlice, ElementCount,
+    /// ShouldAllocateBuffer and EnableIO change only while uninitialized; writing a value equal to
+    /// the current one is a successful no-op in any state; an input element fed by a connection
+    /// and the IO unit's device sides are read-only. SetRenderCallback and MakeConnection on a unit
+    /// in a graph are queued as graph edits and take effect at the graph's next `update()`.
+    /// - Parameters:
+    ///   - id: the property; see ``AudioUnitPropertyID`` for scope and value kind.
+    ///   - scope: where to write it.
+    ///   - element: 0…elementCount(scope)−1 (0 for global).
+    ///   - value: the new value, in the case documented for the property.
+    /// - Throws: ``AudioUnitError/invalidProperty``, ``AudioUnitError/invalidScope``,
+    ///   ``AudioUnitError/invalidElement``, ``AudioUnitError/invalidPropertyValue`` (wrong kind or
+    ///   bounds), ``AudioUnitError/formatNotSupported``, ``AudioUnitError/propertyNotWritable``,
+    ///   ``AudioUnitError/initialized``, and for callbacks and connections the graph edit errors.
+    /// - Thread: control thread.
+    public func setProperty(_ id: AudioUnitPropertyID, scope: AudioUnitScope, element: AudioUnitElement, _ value: AudioUnitPropertyValue) throws(AudioUnitError) {
+        try graph?.checkControlThread()
+        switch id {
+        case .streamFormat:
+            guard case .streamFormat(let format) = value else { throw .invalidPropertyValue }
+            try setStreamFormat(format, scope: scope, element: element)
+        case .sampleRate:
+            guard case .float64(let rate) = value else { throw .invalidPropertyValue }
+            let current = try streamFormat(scope: scope, element: element)
+            try setStreamFormat(try current.withSampleRate(rate), scope: scope, element: element)
+        case .elementCount:
+            guard case .uint32(let count) = value else { throw .invalidPropertyValue }
+            try setElementCount(count, scope: scope)
+        case .latency, .tailTime:
+            guard scope == .global else { throw .invalidScope }
+            throw .propertyNotWritable
+        case .maximumFramesPerSlice:
+            guard scope == .global else { throw .invalidScope }
+            try checkElement(scope, element)
+            guard case .uint32(let frames) = value, frames >= 1, frames <= 65_536 else { throw .invalidPropertyValue }
+            if frames == maximumFramesPerSlice { return }
+            guard !isInitialized else { throw .initialized }
+            maximumFramesPerSlice = frames
+        case .shouldAllocateBuffer:
+            guard scope != .global else { throw .invalidScope }
+            try checkElement(scope, element)
+            guard case .uint32(let flag) = value, flag <= 1 else { throw .invalidPropertyValue }
+            let key = FormatKey(scope: scope, element: element)
+            if (shouldAllocateBuffer[key] ?? true) == (flag == 1) { return }
+            guard !isInitialized else { throw .initialized }
+            shouldAllocateBuffer[key] = flag == 1
+        case .setRenderCallback:
+            guard scope == .input else { throw .invalidScope }
+            try checkElement(scope, element)
+            guard case .renderCallback(let callback) = value else { throw .invalidPropertyValue }
+            if let graph, let node {
+                if let callback { try graph.setNodeInputCallback(node, inputElement: element, callback) }
+                else { try graph.disconnectNodeInput(node, inputElement: element) }
+            } else {
+                detachedRenderCallbacks[element] = callback
+            }
+        case .makeConnection:
+            guard scope == .input else { throw .invalidScope }
+            try checkElement(scope, element)
+            guard case .connection(let connection) = value else { throw .invalidPropertyValue }
+            guard let graph, let node else { throw .uninitialized }
+            if let source = connection.sourceUnit {
+                guard source.graph === graph, let sourceNode = source.node else { throw .nodeNotFound }
+                try graph.connectNodeInput(sourceNode, sourceOutputElement: connection.sourceOutputElement,
+                                           node, destinationInputElement: element)
+            } else {
+                try graph.disconnectNodeInput(node, inputElement: element)
+            }
+        default:
+            try setUnitProperty(id, scope: scope, element: element, value)
+        }
+    }
+
+    /// The stream format of one element side. Typed form of reading `.streamFormat`.
+    /// - Throws: ``AudioUnitError/invalidScope`` (global), ``AudioUnitError/invalidElement``.
+    /// - Thread: control thread.
+    public func streamFormat(scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) -> StreamFormat {
+        try checkElement(scope, element)
+        switch scope {
+        case .global: throw .invalidScope
+        case .input: return inputFormats[Int(element)]
+        case .output: return outputFormats[Int(element)]
+        }
+    }
+
+    /// Sets the stream format of one element side. Typed form of writing `.streamFormat`.
+    ///
+    /// For the low-pass filter and mute gate, whose input and output always match, setting either
+    /// side sets both.
+    /// - Parameters:
+    ///   - format: a valid Float32 non-interleaved format (other layouts: formatNotSupported).
+    ///   - scope: `.input` or `.output`.
+    ///   - element: 0…elementCount(scope)−1.
+    /// - Throws: ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``,
+    ///   ``AudioUnitError/formatNotSupported``, ``AudioUnitError/propertyNotWritable`` (device side,
+    ///   or an input fed by a connection), ``AudioUnitError/initialized``.
+    /// - Thread: control thread.
+    public func setStreamFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) {
+        try graph?.checkControlThread()
+        let current = try streamFormat(scope: scope, element: element)
+        try format.validate()
+        if isDeviceSide(scope, element) { throw .propertyNotWritable }
+        if scope == .input, let graph, let node, graph.isInputConnected(node, element) { throw .propertyNotWritable }
+        if format == current {
+            explicitFormats.insert(FormatKey(scope: scope, element: element))
+            return
+        }
+        guard !isInitialized else { throw .initialized }
+        try checkFormat(format, scope: scope, element: element)
+        applyFormat(format, scope: scope, element: element)
+    }
+
+    /// Stores a checked format; passthrough units override to keep both sides equal.
+    func applyFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) {
+        if scope == .input { inputFormats[Int(element)] = format } else { outputFormats[Int(element)] = format }
+        explicitFormats.insert(FormatKey(scope: scope, element: element))
+    }
+
+    func setElementCount(_ count: UInt32, scope: AudioUnitScope) throws(AudioUnitError) {
+        if count == elementCount(scope) { return }
+        guard canSetElementCount(scope) else { throw .propertyNotWritable }
+        guard count <= 1024 else { throw .invalidPropertyValue }
+        guard !isInitialized else { throw .initialized }
+        // A connected element may not disappear.
+        if let graph, let node, count < elementCount(scope) {
+            for element in count..<elementCount(scope) where graph.isInputConnected(node, element) {
+                throw .invalidPropertyValue
+            }
+        }
+        let template = inputFormats.first ?? outputFormats[0]
+        let old = bank
+        if Int(count) < inputFormats.count { inputFormats.removeLast(inputFormats.count - Int(count)) }
+        while inputFormats.count < Int(count) { inputFormats.append(template) }
+        bank = ParameterBank(values: defaultParameterValues(inputElements: inputFormats.count))
+        // Keep the values of elements that still exist.
+        for info in Self.parameterDefinitions {
+            let elements = info.scope == .input ? min(inputFormats.count, oldInputCount(old)) : Int(elementCount(info.scope))
+            for element in 0..<elements {
+                if let from = slot(info, element: element, inputElements: oldInputCount(old)),
+                   let to = slot(info, element: element, inputElements: inputFormats.count) {
+                    bank.store(to, old.load(from))
+                }
+            }
+        }
+    }
+
+    private func oldInputCount(_ old: ParameterBank) -> Int {
+        let perInput = Self.parameterDefinitions.filter { $0.scope == .input }.count
+        guard perInput > 0 else { return inputFormats.count }
+        let fixed = Self.parameterDefinitions.filter { $0.scope != .input }.count
+        return (old.count - fixed) / perInput
+    }
+
+    // MARK: - Parameters
+
+    /// Bank layout: input-scope parameters (element-major), then output-scope ones for each
+    /// output element, then global ones.
+    func slot(_ info: AudioUnitParameterInfo, element: Int, inputElements: Int) -> Int? {
+        let defs = Self.parameterDefinitions
+        let inputDefs = defs.filter { $0.scope == .input }
+        let outputDefs = defs.filter { $0.scope == .output }
+        let globalDefs = defs.filter { $0.scope == .global }
+        switch info.scope {
+        case .input:
+            guard element < inputElements, let i = inputDefs.firstIndex(where: { $0.id == info.id }) else { return nil }
+            return element * inputDefs.count + i
+        case .output:
+            guard element < outputFormats.count, let i = outputDefs.firstIndex(where: { $0.id == info.id }) else { return nil }
+            return inputElements * inputDefs.count + element * outputDefs.count + i
+        case .global:
+            guard element == 0, let i = globalDefs.firstIndex(where: { $0.id == info.id }) else { return nil }
+            return inputElements * inputDefs.count + outputFormats.count * outputDefs.count + i
+        }
+    }
+
+    func defaultParameterValues(inputElements: Int) -> [Float] {
+        let defs = Self.parameterDefinitions
+        var values: [Float] = []
+        for _ in 0..<inputElements { values += defs.filter { $0.scope == .input }.map(\.defaultValue) }
+        for _ in 0..<outputFormats.count { values += defs.filter { $0.scope == .output }.map(\.defaultValue) }
+        values += defs.filter { $0.scope == .global }.map(\.defaultValue)
+        return values
+    }
+
+    /// The parameters that exist in a scope (once per element of that scope).
+    /// Thread: any.
+    public func parameterList(scope: AudioUnitScope) -> [AudioUnitParameterInfo] {
+        Self.parameterDefinitions.filter { $0.scope == scope }.map(withCurrentBounds)
+    }
+
+    /// Describes one parameter. Mirrors reading `kAudioUnitProperty_ParameterInfo`.
+    /// - Throws: ``AudioUnitError/invalidParameter`` (no such ID on this unit),
+    ///   ``AudioUnitError/invalidScope`` (the ID exists, in another scope).
+    /// - Thread: any.
+    public func parameterInfo(_ id: AudioUnitParameterID, scope: AudioUnitScope) throws(AudioUnitError) -> AudioUnitParameterInfo {
+        let matches = Self.parameterDefinitions.filter { $0.id == id }
+        guard !matches.isEmpty else { throw .invalidParameter }
+        guard let info = matches.first(where: { $0.scope == scope }) else { throw .invalidScope }
+        return withCurrentBounds(info)
+    }
+
+    private func withCurrentBounds(_ info: AudioUnitParameterInfo) -> AudioUnitParameterInfo {
+        AudioUnitParameterInfo(id: info.id, name: info.name, scope: info.scope, unit: info.unit,
+                               minValue: info.minValue, maxValue: maxValue(of: info),
+                               defaultValue: info.defaultValue, clampsToRange: info.clampsToRange)
+    }
+
+    private func resolveSlot(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) -> (AudioUnitParameterInfo, Int) {
+        let info = try parameterInfo(id, scope: scope)
+        try checkElement(scope, element)
+        guard let slot = slot(info, element: Int(element), inputElements: inputFormats.count) else { throw .invalidElement }
+        return (info, slot)
+    }
+
+    /// Reads a parameter. Mirrors `AudioUnitGetParameter`.
+    /// - Parameters:
+    ///   - id: the unit type's parameter ID (see each unit's `Parameter` enum).
+    ///   - scope: the scope the parameter lives in.
+    ///   - element: 0…elementCount(scope)−1.
+    /// - Returns: the stored value, after any clamping.
+    /// - Throws: ``AudioUnitError/invalidParameter``, ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``.
+    /// - Thread: any; lock-free.
+    public func parameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement = 0) throws(AudioUnitError) -> Float {
+        let (_, slot) = try resolveSlot(id, scope: scope, element: element)
+        return bank.load(slot)
+    }
+
+    /// Sets a parameter; the render thread picks it up at the start of the next slice.
+    /// Mirrors `AudioUnitSetParameter` with a buffer offset of 0.
+    ///
+    /// Values outside the documented range are clamped (and the clamped value reads back) for
+    /// parameters with `clampsToRange`; others store any finite value.
+    /// - Parameters:
+    ///   - id: the unit type's parameter ID.
+    ///   - value: in the parameter's unit; finite.
+    ///   - scope: the scope the parameter lives in.
+    ///   - element: 0…elementCount(scope)−1.
+    /// - Throws: ``AudioUnitError/invalidParameter`` (unknown ID, NaN or infinite value),
+    ///   ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``.
+    /// - Thread: any; lock-free, never blocks.
+    public func setParameter(_ id: AudioUnitParameterID, _ value: Float, scope: AudioUnitScope, element: AudioUnitElement = 0) throws(AudioUnitError) {
+        let (info, slot) = try resolveSlot(id, scope: scope, element: element)
+        guard value.isFinite else { throw .invalidParameter }
+        var v = value
+        if info.clampsToRange { v = min(max(v, info.minValue), maxValue(of: info)) }
+        if info.unit == .boolean { v = v >= 0.5 ? 1 : 0 }
+        bank.store(slot, v)
+    }
+
+    // MARK: - Render resources
+
+    /// The kernel kind the render plan dispatches on.
+    var kernelKind: KernelKind { .passthrough }
+
+    /// Floats of kernel state needed for the given resolved formats.
+    func kernelStateCount(inputChannels: [Int], outputChannels: Int) -> Int { 0 }
+
+    /// Sets a fresh kernel state to where the current parameters put it, so a new unit does not
+    /// ramp from zero on its first slice.
+    func prepareKernelState(_ state: UnsafeMutablePointer<Float>, inputCount: Int) {}
+
+    func renderCallback(element: AudioUnitElement) -> RenderCallback? {
+        if let graph, let node { return graph.pendingRenderCallback(node, element) }
+        return detachedRenderCallbacks[element]
+    }
+}
+
+/// Zero-initialized Float storage for a unit's render-thread state (filter memory, current
+/// gains). Allocated on a control thread, read and written only by the render thread while a plan
+/// that references it is published, freed on a control thread.
+final class KernelStorage: @unchecked Sendable {
+    let count: Int
+    let floats: UnsafeMutablePointer<Float>
+    init(count: Int) {
+        self.count = count
+        floats = .allocate(capacity: max(1, count))
+        floats.initialize(repeating: 0, count: max(1, count))
+    }
+    deinit { floats.deallocate() }
+}

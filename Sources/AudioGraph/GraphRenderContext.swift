@@ -1,0 +1,150 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// State shared between a graph's control side and the render thread. Only atomics: the render
+/// thread never takes a lock or touches reference counts.
+final class RenderShared: @unchecked Sendable {
+    /// The published plan (nil: render silence).
+    let current = Atomic<UnsafeMutablePointer<RenderPlan>?>(nil)
+    /// The plan the render thread is using right now (a hazard pointer), nil between cycles.
+    let hazard = Atomic<UnsafeMutablePointer<RenderPlan>?>(nil)
+    let running = Atomic<Bool>(false)
+    let sampleTime = Atomic<UInt64>(0)
+    let cycles = Atomic<UInt64>(0)
+    let renderErrors = Atomic<UInt64>(0)
+    /// `pthread_self()` of the thread inside `render`, 0 outside; edits from it are refused.
+    let renderThread = Atomic<UInt>(0)
+}
+
+/// The handle a driver uses to pull a graph once per device cycle.
+///
+/// Obtained from ``AudioGraph/renderContext``; a trivially copyable value, valid while the
+/// graph lives. `render` is the only entry point the render thread needs.
+public struct GraphRenderContext: @unchecked Sendable {
+    let shared: Unmanaged<RenderShared>
+
+    /// Renders one device cycle: copies `input` into IO element 1, pulls every unit once in
+    /// pull order, and writes IO element 0 into `output`. Cycles longer than the graph's
+    /// MaximumFramesPerSlice are rendered as several consecutive slices, so a driver may pass any
+    /// period. When the graph is not running, or has no plan, `output` is filled with silence.
+    ///
+    /// - Parameters:
+    ///   - frameCount: frames per channel in this cycle, ≥ 0.
+    ///   - input: `[channel]` pointers to `frameCount` device input samples, or nil (silence).
+    ///   - inputChannelCount: pointers in `input`; missing channels read as silence.
+    ///   - output: `[channel]` pointers to `frameCount` samples to fill.
+    ///   - outputChannelCount: pointers in `output`; channels the graph does not feed get zeros.
+    /// - Thread: the render thread only, one at a time. Real-time safe: no allocation, lock,
+    ///   reference counting or blocking call (checked by `@_noLocks`).
+    @_noLocks
+    public func render(frameCount: Int,
+                       input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
+                       output: UnsafePointer<UnsafeMutablePointer<Float>>, outputChannelCount: Int) {
+        shared._withUnsafeGuaranteedRef { s in
+            s.renderThread.store(_unsafePerformance { UInt(pthread_self()) }, ordering: .relaxed)
+            // Hazard-pointer acquire: announce the plan, then confirm it is still the published one.
+            var plan = s.current.load(ordering: .sequentiallyConsistent)
+            while true {
+                s.hazard.store(plan, ordering: .sequentiallyConsistent)
+                let again = s.current.load(ordering: .sequentiallyConsistent)
+                if again == plan { break }
+                plan = again
+            }
+            if let plan, s.running.load(ordering: .acquiring) {
+                let maxFrames = plan.pointee.maxFrames
+                var offset = 0
+                var errors: UInt64 = 0
+                while offset < frameCount {
+                    let n = min(maxFrames, frameCount - offset)
+                    let time = s.sampleTime.load(ordering: .relaxed)
+                    errors &+= GraphRenderContext.renderSlice(plan, frames: n, offset: offset,
+                                                              input: input, inputChannelCount: inputChannelCount,
+                                                              output: output, outputChannelCount: outputChannelCount,
+                                                              sampleTime: Double(time))
+                    s.sampleTime.store(time &+ UInt64(n), ordering: .relaxed)
+                    offset += n
+                }
+                if errors != 0 { s.renderErrors.add(errors, ordering: .relaxed) }
+            } else {
+                for c in 0..<outputChannelCount { output[c].update(repeating: 0, count: frameCount) }
+            }
+            s.hazard.store(nil, ordering: .releasing)
+            s.cycles.add(1, ordering: .releasing)
+            s.renderThread.store(0, ordering: .relaxed)
+        }
+    }
+
+    @_noLocks
+    static func renderSlice(_ plan: UnsafeMutablePointer<RenderPlan>, frames: Int, offset: Int,
+                            input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
+                            output: UnsafePointer<UnsafeMutablePointer<Float>>, outputChannelCount: Int,
+                            sampleTime: Double) -> UInt64 {
+        let p = plan.pointee
+        var errors: UInt64 = 0
+        let timeStamp = AudioTimeStamp(sampleTime: sampleTime)
+        // 1. Device input into IO element 1.
+        for c in 0..<p.ioInputChannels {
+            if p.ioInputEnabled, let input, c < inputChannelCount {
+                copy(input[c] + offset, to: p.ioInput[c], frames: frames)
+            } else {
+                p.ioInput[c].update(repeating: 0, count: frames)
+            }
+        }
+        if let box = p.inputCallback {
+            let list = AudioBufferList(channelPointers: UnsafePointer(p.ioInput), channelCount: p.ioInputChannels, frameCount: frames)
+            _unsafePerformance {
+                Unmanaged<CallbackBox>.fromOpaque(box).takeUnretainedValue().input?(timeStamp, list)
+            }
+        }
+        // 2. Units in pull order.
+        for i in 0..<p.stepCount {
+            let step = p.steps + i
+            for k in 0..<step.pointee.inputCount {
+                errors &+= pullCallback(step.pointee.inputs + k, frames: frames, timeStamp: timeStamp)
+            }
+            switch step.pointee.kind {
+            case .mixer: MixerKernel.render(step, frames: frames)
+            case .lowPass: LowPassKernel.render(step, frames: frames)
+            case .muteGate: MuteGateKernel.render(step, frames: frames)
+            case .passthrough, .io:
+                let s = step.pointee
+                for c in 0..<s.outputChannelCount {
+                    if let src = s.inputs[0].channels, c < s.inputs[0].channelCount { copy(src[c], to: s.output[c], frames: frames) }
+                    else { s.output[c].update(repeating: 0, count: frames) }
+                }
+            }
+        }
+        // 3. IO element 0 to the device.
+        var ioOutput = p.ioOutput
+        errors &+= pullCallback(&ioOutput, frames: frames, timeStamp: timeStamp)
+        for c in 0..<outputChannelCount {
+            let dst = output[c] + offset
+            if p.ioOutputEnabled, let src = ioOutput.channels, c < ioOutput.channelCount {
+                copy(src[c], to: dst, frames: frames)
+            } else {
+                dst.update(repeating: 0, count: frames)
+            }
+        }
+        return errors
+    }
+
+    /// Fills a render-callback input: zeroed first, silenced again if the callback fails.
+    @_noLocks @inline(__always)
+    static func pullCallback(_ input: UnsafeMutablePointer<PlanInput>, frames: Int, timeStamp: AudioTimeStamp) -> UInt64 {
+        guard let box = input.pointee.callback, let channels = input.pointee.channels else { return 0 }
+        let count = input.pointee.channelCount
+        zero(channels, channels: count, frames: frames)
+        let list = AudioBufferList(channelPointers: UnsafePointer(channels), channelCount: count, frameCount: frames)
+        let element = input.pointee.element
+        let status = _unsafePerformance {
+            Unmanaged<CallbackBox>.fromOpaque(box).takeUnretainedValue().render?(timeStamp, element, list) ?? 0
+        }
+        if status != 0 {
+            zero(channels, channels: count, frames: frames)
+            return 1
+        }
+        return 0
+    }
+}

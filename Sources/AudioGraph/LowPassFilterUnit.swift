@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A second-order (12 dB/octave) low-pass filter: the `kAudioUnitSubType_LowPassFilter` analogue.
+///
+/// Design: the RBJ Audio EQ Cookbook low-pass biquad (Robert Bristow-Johnson), run in transposed
+/// direct form II per channel. Resonance sets the gain at the cutoff: Q = 10^(resonance/20) / √2,
+/// so 0 dB resonance is a Butterworth response, −3.01 dB at the cutoff. Coefficients are
+/// recomputed at the start of a slice when a parameter changed; the filter memory is kept, so
+/// changes never reset the signal.
+///
+/// Input and output have the same format (setting either sets both).
+/// Thread: parameters from any thread; properties from a control thread.
+public final class LowPassFilterUnit: AudioUnit, @unchecked Sendable {
+    /// Parameter IDs (global scope, element 0). Mirror `kLowPassParam_*`.
+    public enum Parameter {
+        /// CutoffFrequency: Hz, 10…sampleRate/2, default 6900. The design frequency is capped
+        /// at 0.49 × sampleRate so the filter stays stable at the top of the range.
+        public static let cutoffFrequency: AudioUnitParameterID = 0
+        /// Resonance: dB, −20…40, default 0.
+        public static let resonance: AudioUnitParameterID = 1
+    }
+
+    /// Creates a stereo filter with the default cutoff (6900 Hz) and resonance (0 dB).
+    public init() {
+        let stereo = try! StreamFormat.float32(sampleRate: 48_000, channels: 2)
+        super.init(type: .lowPassFilter, inputFormats: [stereo], outputFormats: [stereo])
+    }
+
+    override class var parameterDefinitions: [AudioUnitParameterInfo] {
+        [AudioUnitParameterInfo(id: Parameter.cutoffFrequency, name: "CutoffFrequency", scope: .global, unit: .hertz,
+                                minValue: 10, maxValue: 24_000, defaultValue: 6900, clampsToRange: true),
+         AudioUnitParameterInfo(id: Parameter.resonance, name: "Resonance", scope: .global, unit: .decibels,
+                                minValue: -20, maxValue: 40, defaultValue: 0, clampsToRange: true)]
+    }
+
+    override func maxValue(of info: AudioUnitParameterInfo) -> Float {
+        info.id == Parameter.cutoffFrequency ? Float(currentSampleRate / 2) : info.maxValue
+    }
+
+    override func applyFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) {
+        inputFormats[0] = format
+        outputFormats[0] = format
+        explicitFormats.insert(FormatKey(scope: .input, element: 0))
+        explicitFormats.insert(FormatKey(scope: .output, element: 0))
+    }
+
+    override var kernelKind: KernelKind { .lowPass }
+    override func kernelStateCount(inputChannels: [Int], outputChannels: Int) -> Int {
+        LowPassKernel.stateBase + 2 * outputChannels
+    }
+}
+
+enum LowPassKernel {
+    // State layout: [0…4] b0 b1 b2 a1 a2, [5] cutoff, [6] resonance, [7] sample rate the
+    // coefficients were made for (0 = none yet), then z1, z2 per channel.
+    static let stateBase = 8
+
+    /// RBJ cookbook LPF: w0 = 2π f/fs, α = sin(w0)/(2Q), b0 = b2 = (1−cos w0)/2, b1 = 1−cos w0,
+    /// a0 = 1+α, a1 = −2 cos w0, a2 = 1−α, all divided by a0.
+    @_noLocks
+    static func updateCoefficients(_ st: UnsafeMutablePointer<Float>, cutoff: Float, resonance: Float, sampleRate: Float) {
+        let fs = Double(sampleRate)
+        let f = min(max(Double(cutoff), 10), 0.49 * fs)
+        let q = _unsafePerformance { pow(10, Double(resonance) / 20) } * 0.7071067811865476  // 1/√2
+        let w0 = 2 * Double.pi * f / fs
+        let cosw = _unsafePerformance { cos(w0) }
+        let sinw = _unsafePerformance { sin(w0) }
+        let alpha = sinw / (2 * q)
+        let a0 = 1 + alpha
+        st[0] = Float((1 - cosw) / 2 / a0)
+        st[1] = Float((1 - cosw) / a0)
+        st[2] = st[0]
+        st[3] = Float(-2 * cosw / a0)
+        st[4] = Float((1 - alpha) / a0)
+        st[5] = cutoff
+        st[6] = resonance
+        st[7] = sampleRate
+    }
+
+    @_noLocks
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, frames: Int) {
+        let s = step.pointee
+        let st = s.state
+        let cutoff = loadParameter(s.parameters, 0)
+        let resonance = loadParameter(s.parameters, 1)
+        if st[7] != s.sampleRate || st[5] != cutoff || st[6] != resonance {
+            updateCoefficients(st, cutoff: cutoff, resonance: resonance, sampleRate: s.sampleRate)
+        }
+        let b0 = st[0], b1 = st[1], b2 = st[2], a1 = st[3], a2 = st[4]
+        let out = s.output
+        let input = s.inputs[0].channels
+        let inChannels = s.inputs[0].channelCount
+        for c in 0..<s.outputChannelCount {
+            let z = st + stateBase + 2 * c
+            var z1 = z[0], z2 = z[1]
+            let dst = out[c]
+            if let input, c < inChannels {
+                let src = input[c]
+                for f in 0..<frames {
+                    let x = src[f]
+                    let y = b0 * x + z1
+                    z1 = b1 * x - a1 * y + z2
+                    z2 = b2 * x - a2 * y
+                    dst[f] = y
+                }
+            } else {
+                for f in 0..<frames {
+                    let y = z1
+                    z1 = -a1 * y + z2
+                    z2 = -a2 * y
+                    dst[f] = y
+                }
+            }
+            z[0] = z1
+            z[1] = z2
+        }
+    }
+}

@@ -1,0 +1,86 @@
+/// A gain gate whose Mute parameter ramps the gain linearly, so toggling never clicks.
+///
+/// Input and output have the same format (setting either sets both). Unmuted with the ramp
+/// finished, output is input bit for bit (gain exactly 1). Muted with the ramp finished, output
+/// is exact zeros. While ramping, the gain moves by `1 / (RampTime × sampleRate)` per frame,
+/// so no sample step exceeds that fraction of full scale plus the signal's own step.
+/// Thread: parameters from any thread; properties from a control thread.
+public final class MuteGateUnit: AudioUnit, @unchecked Sendable {
+    /// Parameter IDs (global scope, element 0).
+    public enum Parameter {
+        /// Mute: 0 = pass, 1 = silent. Boolean; values ≥ 0.5 mean muted. Default 0.
+        public static let mute: AudioUnitParameterID = 0
+        /// RampTime: seconds for a full 0 ↔ 1 gain change, 0.001…1, default 0.01 (10 ms).
+        public static let rampTime: AudioUnitParameterID = 1
+    }
+
+    /// Creates an unmuted stereo gate.
+    public init() {
+        let stereo = try! StreamFormat.float32(sampleRate: 48_000, channels: 2)
+        super.init(type: .muteGate, inputFormats: [stereo], outputFormats: [stereo])
+    }
+
+    override class var parameterDefinitions: [AudioUnitParameterInfo] {
+        [AudioUnitParameterInfo(id: Parameter.mute, name: "Mute", scope: .global, unit: .boolean,
+                                minValue: 0, maxValue: 1, defaultValue: 0, clampsToRange: true),
+         AudioUnitParameterInfo(id: Parameter.rampTime, name: "RampTime", scope: .global, unit: .seconds,
+                                minValue: 0.001, maxValue: 1, defaultValue: 0.01, clampsToRange: true)]
+    }
+
+    /// Whether the gate is muted (or ramping towards muted). Thread: any.
+    public var isMuted: Bool {
+        get { bank.load(0) >= 0.5 }
+        set { bank.store(0, newValue ? 1 : 0) }
+    }
+
+    override func applyFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) {
+        inputFormats[0] = format
+        outputFormats[0] = format
+        explicitFormats.insert(FormatKey(scope: .input, element: 0))
+        explicitFormats.insert(FormatKey(scope: .output, element: 0))
+    }
+
+    override var kernelKind: KernelKind { .muteGate }
+    override func prepareKernelState(_ state: UnsafeMutablePointer<Float>, inputCount: Int) {
+        state[0] = isMuted ? 0 : 1
+    }
+    // [0] current gain; a new gate starts at the gain its Mute value asks for.
+    override func kernelStateCount(inputChannels: [Int], outputChannels: Int) -> Int { 1 }
+}
+
+enum MuteGateKernel {
+    /// Renders one slice: `out[c][f] = in[c][f] × g[f]`, g ramping linearly toward 0 or 1.
+    @_noLocks
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, frames: Int) {
+        let s = step.pointee
+        let out = s.output
+        let target: Float = loadParameter(s.parameters, 0) >= 0.5 ? 0 : 1
+        let rampFrames = max(Float(1), loadParameter(s.parameters, 1) * s.sampleRate)
+        let increment = 1 / rampFrames
+        var gain = s.state[0]
+        guard let input = s.inputs[0].channels else {
+            zero(out, channels: s.outputChannelCount, frames: frames)
+            s.state[0] = target
+            return
+        }
+        let channels = min(s.inputs[0].channelCount, s.outputChannelCount)
+        if gain == target {
+            if target == 1 {
+                for c in 0..<channels { copy(input[c], to: out[c], frames: frames) }
+            } else {
+                zero(out, channels: channels, frames: frames)
+            }
+            return
+        }
+        for c in 0..<channels {
+            var g = gain
+            let src = input[c], dst = out[c]
+            for f in 0..<frames {
+                g = g < target ? min(target, g + increment) : max(target, g - increment)
+                dst[f] = src[f] * g
+            }
+            if c == channels - 1 { gain = g }
+        }
+        s.state[0] = gain
+    }
+}

@@ -1,0 +1,65 @@
+import Synchronization
+
+/// What a parameter's number means. Mirrors `AudioUnitParameterUnit`.
+public enum AudioUnitParameterUnit: Sendable {
+    /// A linear gain factor, 1 = unity (`kAudioUnitParameterUnit_LinearGain`).
+    case linearGain
+    /// 0 = off, 1 = on (`kAudioUnitParameterUnit_Boolean`).
+    case boolean
+    /// −1 = full left … 1 = full right (`kAudioUnitParameterUnit_Pan`).
+    case pan
+    /// Hertz (`kAudioUnitParameterUnit_Hertz`).
+    case hertz
+    /// Decibels (`kAudioUnitParameterUnit_Decibels`).
+    case decibels
+    /// Seconds (`kAudioUnitParameterUnit_Seconds`).
+    case seconds
+}
+
+/// Describes one parameter: where it lives, its range and default. Mirrors `AudioUnitParameterInfo`.
+public struct AudioUnitParameterInfo: Sendable {
+    /// The parameter's ID within its unit type.
+    public let id: AudioUnitParameterID
+    /// A short human-readable name, e.g. "Cutoff".
+    public let name: String
+    /// The scope its values live in; one value per element of that scope.
+    public let scope: AudioUnitScope
+    /// What the number means.
+    public let unit: AudioUnitParameterUnit
+    /// Lowest value; for a sample-rate dependent bound (low-pass Cutoff) the value at the unit's current rate.
+    public let minValue: Float
+    /// Highest value; see `minValue`.
+    public let maxValue: Float
+    /// The value a new unit starts with.
+    public let defaultValue: Float
+    /// `true`: out-of-range values are clamped to `minValue…maxValue` and the clamped value reads
+    /// back. `false`: any finite value is stored as given (the range is only advisory, e.g. mixer Volume).
+    public let clampsToRange: Bool
+}
+
+/// Lock-free parameter storage: one relaxed atomic Float (stored as its bit pattern) per
+/// (scope, element, parameter). Written by control threads, read by the render thread once per slice.
+final class ParameterBank: @unchecked Sendable {
+    let count: Int
+    let values: UnsafeMutablePointer<Atomic<UInt32>>
+
+    init(values initial: [Float]) {
+        count = initial.count
+        values = .allocate(capacity: max(1, initial.count))
+        for (i, v) in initial.enumerated() { (values + i).initialize(to: Atomic(v.bitPattern)) }
+    }
+
+    deinit {
+        values.deinitialize(count: count)
+        values.deallocate()
+    }
+
+    func load(_ slot: Int) -> Float { Float(bitPattern: values[slot].load(ordering: .relaxed)) }
+    func store(_ slot: Int, _ value: Float) { values[slot].store(value.bitPattern, ordering: .relaxed) }
+}
+
+/// Reads a parameter slot on the render thread.
+@_noLocks @inline(__always)
+func loadParameter(_ bank: UnsafeMutablePointer<Atomic<UInt32>>, _ slot: Int) -> Float {
+    Float(bitPattern: bank[slot].load(ordering: .relaxed))
+}

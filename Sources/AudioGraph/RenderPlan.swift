@@ -1,0 +1,93 @@
+import Synchronization
+
+/// Which kernel a plan step runs; the render loop dispatches with a switch (no existentials).
+enum KernelKind: UInt8 {
+    case io, passthrough, mixer, lowPass, muteGate
+}
+
+/// One input element as the render thread sees it. Trivial: pointers and counts only.
+struct PlanInput {
+    /// `[channel]` pointers to `maxFrames` floats, or nil when the element is unconnected (silence).
+    var channels: UnsafeMutablePointer<UnsafeMutablePointer<Float>>?
+    var channelCount: Int
+    /// For a render-callback input: an unretained `CallbackBox` (kept alive by the plan's resources).
+    var callback: UnsafeMutableRawPointer?
+    var element: UInt32
+}
+
+/// One unit's work in a cycle. Trivial: everything it points to is owned by `PlanResources`.
+struct PlanStep {
+    var kind: KernelKind
+    var state: UnsafeMutablePointer<Float>
+    var parameters: UnsafeMutablePointer<Atomic<UInt32>>
+    var inputs: UnsafeMutablePointer<PlanInput>
+    var inputCount: Int
+    var output: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var outputChannelCount: Int
+    var sampleRate: Float
+}
+
+/// An immutable compiled graph: units in pull order with preallocated buffers for
+/// `maxFrames` frames. Built on a control thread, published atomically, freed on a control thread.
+struct RenderPlan {
+    var steps: UnsafeMutablePointer<PlanStep>
+    var stepCount: Int
+    var maxFrames: Int
+    var sampleRate: Double
+    // IO element 1 (device input) as the graph sees it.
+    var ioInput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var ioInputChannels: Int
+    var ioInputEnabled: Bool
+    var inputCallback: UnsafeMutableRawPointer?
+    // What feeds IO element 0 (device output).
+    var ioOutput: PlanInput
+    var ioOutputEnabled: Bool
+}
+
+/// Owns a callback closure so a plan can hold it as a raw pointer.
+final class CallbackBox: @unchecked Sendable {
+    let render: RenderCallback?
+    let input: InputCallback?
+    init(render: @escaping RenderCallback) { self.render = render; self.input = nil }
+    init(input: @escaping InputCallback) { self.render = nil; self.input = input }
+}
+
+/// Everything a plan points to; freed (on a control thread) only after the render thread has
+/// moved past the plan.
+final class PlanResources: @unchecked Sendable {
+    private var blocks: [UnsafeMutableRawPointer] = []
+    var retained: [AnyObject] = []
+    var plan: UnsafeMutablePointer<RenderPlan>?
+
+    /// Zero-filled memory for `count` values of `T`, freed with the resources.
+    func allocate<T>(_ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
+        let bytes = max(1, count) * MemoryLayout<T>.stride
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: max(16, MemoryLayout<T>.alignment))
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
+        blocks.append(raw)
+        return raw.bindMemory(to: T.self, capacity: max(1, count))
+    }
+
+    /// `channels` buffers of `frames` floats, zeroed, as a `[channel]` pointer array.
+    func allocateChannels(_ channels: Int, frames: Int) -> UnsafeMutablePointer<UnsafeMutablePointer<Float>> {
+        let pointers = allocate(UnsafeMutablePointer<Float>.self, count: channels)
+        for c in 0..<channels { pointers[c] = allocate(Float.self, count: frames) }
+        return pointers
+    }
+
+    deinit {
+        for block in blocks { block.deallocate() }
+    }
+}
+
+// MARK: - Buffer helpers (render thread)
+
+@_noLocks @inline(__always)
+func zero(_ buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, channels: Int, frames: Int) {
+    for c in 0..<channels { buffers[c].update(repeating: 0, count: frames) }
+}
+
+@_noLocks @inline(__always)
+func copy(_ src: UnsafeMutablePointer<Float>, to dst: UnsafeMutablePointer<Float>, frames: Int) {
+    if src != dst { for f in 0..<frames { dst[f] = src[f] } }
+}

@@ -1,0 +1,20 @@
+#ifndef AUDIOGRAPH_CJACK_SHIM_H
+#define AUDIOGRAPH_CJACK_SHIM_H
+
+#include <jack/jack.h>
+#include <jack/types.h>
+#include <jack/metadata.h>
+
+/// `jack_client_open` is variadic, which Swift cannot call; this fixed-arity wrapper passes the
+/// server name only when `JackServerName` is set in `options` (jack.h, "jack_client_open").
+static inline jack_client_t *audiograph_jack_client_open(const char *client_name,
+                                                         jack_options_t options,
+                                                         jack_status_t *status,
+                                                         const char *server_name) {
+    if (server_name != NULL && (options & JackServerName)) {
+        return jack_client_open(client_name, options, status, server_name);
+    }
+    return jack_client_open(client_name, (jack_options_t)(options & ~JackServerName), status);
+}
+
+#endif
