@@ -1,1 +1,346 @@
 import AudioGraph
+import CJack
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// State the JACK threads touch. Atomics and preallocated pointer arrays only; it outlives the
+/// client (released after `jack_client_close` returns).
+final class JACKRenderState: @unchecked Sendable {
+    let graph: GraphRenderContext
+    let inputCount: Int
+    let outputCount: Int
+    let inputPorts: UnsafeMutablePointer<OpaquePointer?>
+    let outputPorts: UnsafeMutablePointer<OpaquePointer?>
+    let inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let xruns = Atomic<UInt64>(0)
+    let cycles = Atomic<UInt64>(0)
+    let bufferSize = Atomic<UInt32>(0)
+    let sampleRate = Atomic<UInt32>(0)
+    let shutDown = Atomic<Bool>(false)
+    /// Reason text from the shutdown callback, NUL-terminated, copied without allocating.
+    let shutdownReason: UnsafeMutablePointer<CChar>
+    static let reasonCapacity = 256
+
+    init(graph: GraphRenderContext, inputCount: Int, outputCount: Int) {
+        self.graph = graph
+        self.inputCount = inputCount
+        self.outputCount = outputCount
+        inputPorts = .allocate(capacity: max(1, inputCount))
+        inputPorts.initialize(repeating: nil, count: max(1, inputCount))
+        outputPorts = .allocate(capacity: max(1, outputCount))
+        outputPorts.initialize(repeating: nil, count: max(1, outputCount))
+        // Placeholder pointers; replaced by jack_port_get_buffer every cycle before use.
+        let dummy = UnsafeMutablePointer<Float>.allocate(capacity: 1)
+        dummy.initialize(to: 0)
+        placeholder = dummy
+        inputBuffers = .allocate(capacity: max(1, inputCount))
+        inputBuffers.initialize(repeating: dummy, count: max(1, inputCount))
+        outputBuffers = .allocate(capacity: max(1, outputCount))
+        outputBuffers.initialize(repeating: dummy, count: max(1, outputCount))
+        shutdownReason = .allocate(capacity: JACKRenderState.reasonCapacity)
+        shutdownReason.initialize(repeating: 0, count: JACKRenderState.reasonCapacity)
+    }
+    private let placeholder: UnsafeMutablePointer<Float>
+
+    deinit {
+        inputPorts.deallocate(); outputPorts.deallocate()
+        inputBuffers.deallocate(); outputBuffers.deallocate()
+        shutdownReason.deallocate(); placeholder.deallocate()
+    }
+}
+
+/// The JACK process callback body: fetch port buffers, pull the graph. Never fails: returns 0.
+/// Thread: JACK's real-time process thread. `@_noLocks`; the only escape is
+/// `jack_port_get_buffer` (real-time safe per jack.h: it is meant to be called every cycle).
+/// The call into the core's `GraphRenderContext.render` is checked too: that function is
+/// `@_noLocks` in its own module.
+@_noLocks
+func audiographJACKProcess(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPointer) -> Int32 {
+    Unmanaged<JACKRenderState>.fromOpaque(arg)._withUnsafeGuaranteedRef { s in
+        let n = Int(frames)
+        for c in 0..<s.inputCount {
+            let port = s.inputPorts[c]
+            s.inputBuffers[c] = _unsafePerformance { jack_port_get_buffer(port, frames) }!.assumingMemoryBound(to: Float.self)
+        }
+        for c in 0..<s.outputCount {
+            let port = s.outputPorts[c]
+            s.outputBuffers[c] = _unsafePerformance { jack_port_get_buffer(port, frames) }!.assumingMemoryBound(to: Float.self)
+        }
+        let graph = s.graph
+        let input = UnsafePointer(s.inputBuffers), inputCount = s.inputCount
+        let output = UnsafePointer(s.outputBuffers), outputCount = s.outputCount
+        graph.render(frameCount: n, input: input, inputChannelCount: inputCount,
+                     output: output, outputChannelCount: outputCount)
+        s.cycles.add(1, ordering: .relaxed)
+    }
+    return 0
+}
+
+/// A JACK client whose process callback pulls an ``AudioGraph``: the graph's device.
+///
+/// It registers one input port per device input channel (`in_1…in_N`, fed to IO element 1) and
+/// one output port per device output channel (`out_1…out_N`, fed from IO element 0). The ports
+/// are ordinary JACK ports: route them with `jack_connect`, qjackctl or Carla, or with
+/// ``connectPhysicalPorts()`` and ``connect(_:to:)``.
+///
+/// Order (as in jack2's example clients): ``init(graph:options:)`` opens the client, sets the
+/// callbacks and registers the ports; ``start()`` initializes and starts the graph and
+/// activates; then connect. ``close()`` deactivates and closes.
+///
+/// The process callback is real-time safe (no allocation, lock, I/O or blocking; `@_noLocks`).
+/// Server shutdown sets a flag (``isShutDown``) and nothing else; xruns are counted; a period
+/// change needs no reallocation, because the graph renders long periods as several slices.
+///
+/// Thread: control thread, one at a time; the counters are readable from any thread.
+public final class JACKDriver: @unchecked Sendable {
+    /// How to open the client.
+    public struct Options: Sendable {
+        /// Client name, 1…63 bytes. JACK appends a suffix when it is taken (see ``JACKDriver/clientName``).
+        public var clientName: String = "audiograph"
+        /// Server to connect to; nil uses `$JACK_DEFAULT_SERVER` or "default".
+        public var serverName: String? = nil
+        /// Let libjack start a server when none runs (`jack_client_open` without `JackNoStartServer`).
+        public var startServer: Bool = false
+        /// Fail instead of accepting a suffixed name when the name is taken (`JackUseExactName`).
+        public var useExactName: Bool = false
+        /// Input ports (IO element 1 channels), 1…64.
+        public var inputChannels: Int = 2
+        /// Output ports (IO element 0 channels), 1…64.
+        public var outputChannels: Int = 2
+        /// Creates options with the defaults above.
+        public init() {}
+    }
+
+    /// The graph this client pulls.
+    public let graph: AudioGraph
+    /// The name the server gave the client (may carry a suffix such as `-01`).
+    public let clientName: String
+    /// Full names of the input ports, `client:in_1…`.
+    public let inputPortNames: [String]
+    /// Full names of the output ports, `client:out_1…`.
+    public let outputPortNames: [String]
+
+    private var client: OpaquePointer?
+    private let state: JACKRenderState
+    private var isActive = false
+
+    /// Opens a JACK client for `graph`, sets its callbacks, registers its ports and configures the
+    /// graph's ``IOUnit`` to the server's sample rate and the port counts. Does not activate.
+    /// - Parameters:
+    ///   - graph: an uninitialized graph with one ``IOUnit`` node.
+    ///   - options: name, server and channel counts.
+    /// - Throws: ``JACKDriverError/serverNotRunning(server:)``, ``JACKDriverError/invalidClientName(_:reason:)``,
+    ///   ``JACKDriverError/clientOpenFailed(status:)``, ``JACKDriverError/invalidChannelCount(_:)``,
+    ///   ``JACKDriverError/portRegistrationFailed(_:)``, ``JACKDriverError/graph(_:)``
+    ///   (no IO node: outputNodeErr; initialized with other formats: initialized). On failure the
+    ///   client is closed again.
+    /// - Thread: control thread; allocates.
+    public init(graph: AudioGraph, options: Options = Options()) throws(JACKDriverError) {
+        let name = options.clientName
+        guard !name.isEmpty else { throw .invalidClientName(name, reason: "it is empty") }
+        let limit = Int(jack_client_name_size()) - 1
+        guard name.utf8.count <= limit else { throw .invalidClientName(name, reason: "JACK allows at most \(limit) bytes") }
+        guard name.utf8.allSatisfy({ $0 != UInt8(ascii: ":") }) else { throw .invalidClientName(name, reason: "':' separates client and port names") }
+        for n in [options.inputChannels, options.outputChannels] where n < 1 || n > 64 { throw .invalidChannelCount(n) }
+        guard let io = graph.nodes.lazy.compactMap({ try? graph.nodeInfo($0) as? IOUnit }).first else {
+            throw .graph(AudioUnitError.outputNodeErr.rawValue)
+        }
+
+        var raw = JackNullOption.rawValue
+        if !options.startServer { raw |= JackNoStartServer.rawValue }
+        if options.useExactName { raw |= JackUseExactName.rawValue }
+        if options.serverName != nil { raw |= JackServerName.rawValue }
+        var status = jack_status_t(rawValue: 0)
+        let opened: OpaquePointer? = options.serverName.withOptionalCString { server in
+            audiograph_jack_client_open(name, jack_options_t(rawValue: raw), &status, server)
+        }
+        guard let client = opened else {
+            if status.rawValue & JackServerFailed.rawValue != 0 || status.rawValue & JackServerError.rawValue != 0 {
+                throw .serverNotRunning(server: options.serverName ?? Self.environmentServer)
+            }
+            if options.useExactName && status.rawValue & JackNameNotUnique.rawValue != 0 {
+                throw .invalidClientName(name, reason: "a client of that name is already connected")
+            }
+            throw .clientOpenFailed(status: status.rawValue)
+        }
+        let actualName = String(cString: jack_get_client_name(client))
+        let rate = jack_get_sample_rate(client)
+        do {
+            try io.configureDevice(inputChannels: UInt32(options.inputChannels), outputChannels: UInt32(options.outputChannels),
+                                   sampleRate: Double(rate))
+        } catch {
+            jack_client_close(client)
+            throw .graph(error.rawValue)
+        }
+
+        let state = JACKRenderState(graph: graph.renderContext, inputCount: options.inputChannels, outputCount: options.outputChannels)
+        state.sampleRate.store(rate, ordering: .relaxed)
+        state.bufferSize.store(jack_get_buffer_size(client), ordering: .relaxed)
+        let arg = Unmanaged.passUnretained(state).toOpaque()
+
+        // Callbacks before ports and activation (jack.h: they may only be set while inactive).
+        jack_set_process_callback(client, { frames, arg in
+            guard let arg else { return 0 }
+            return audiographJACKProcess(frames, arg)
+        }, arg)
+        jack_set_xrun_callback(client, { arg in
+            guard let arg else { return 0 }
+            Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
+            return 0
+        }, arg)
+        jack_set_buffer_size_callback(client, { frames, arg in
+            // The graph renders any period as slices of at most MaximumFramesPerSlice: nothing to reallocate.
+            guard let arg else { return 0 }
+            Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue().bufferSize.store(frames, ordering: .relaxed)
+            return 0
+        }, arg)
+        jack_set_sample_rate_callback(client, { rate, arg in
+            guard let arg else { return 0 }
+            Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue().sampleRate.store(rate, ordering: .relaxed)
+            return 0
+        }, arg)
+        // Like a signal handler: record and return; the control thread closes the client.
+        jack_on_info_shutdown(client, { _, reason, arg in
+            guard let arg else { return }
+            let s = Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue()
+            var i = 0
+            if let reason {
+                while i < JACKRenderState.reasonCapacity - 1, reason[i] != 0 { s.shutdownReason[i] = reason[i]; i += 1 }
+            }
+            s.shutdownReason[i] = 0
+            s.shutDown.store(true, ordering: .releasing)
+        }, arg)
+
+        var inputNames: [String] = [], outputNames: [String] = []
+        func register(_ short: String, flags: JackPortFlags) throws(JACKDriverError) -> OpaquePointer {
+            guard let port = jack_port_register(client, short, JACK_DEFAULT_AUDIO_TYPE, UInt(flags.rawValue), 0) else {
+                jack_client_close(client)
+                throw .portRegistrationFailed("\(actualName):\(short)")
+            }
+            return port
+        }
+        for c in 0..<options.inputChannels {
+            state.inputPorts[c] = try register("in_\(c + 1)", flags: JackPortIsInput)
+            inputNames.append("\(actualName):in_\(c + 1)")
+        }
+        for c in 0..<options.outputChannels {
+            state.outputPorts[c] = try register("out_\(c + 1)", flags: JackPortIsOutput)
+            outputNames.append("\(actualName):out_\(c + 1)")
+        }
+
+        self.graph = graph
+        self.client = client
+        self.state = state
+        self.clientName = actualName
+        self.inputPortNames = inputNames
+        self.outputPortNames = outputNames
+    }
+
+    deinit { close() }
+
+    private static var environmentServer: String? {
+        guard let value = getenv("JACK_DEFAULT_SERVER") else { return nil }
+        return String(cString: value)
+    }
+
+    /// The server's sample rate in Hz (updated by the sample-rate callback). Thread: any.
+    public var sampleRate: Int { Int(state.sampleRate.load(ordering: .relaxed)) }
+    /// The server's period in frames (updated by the buffer-size callback). Thread: any.
+    public var bufferSize: Int { Int(state.bufferSize.load(ordering: .relaxed)) }
+    /// xruns the server reported since the client opened. Thread: any.
+    public var xrunCount: UInt64 { state.xruns.load(ordering: .relaxed) }
+    /// Process cycles run since the client opened. Thread: any.
+    public var processCycleCount: UInt64 { state.cycles.load(ordering: .relaxed) }
+    /// Whether the server shut down or dropped this client; ``close()`` it then. Thread: any.
+    public var isShutDown: Bool { state.shutDown.load(ordering: .acquiring) }
+    /// The server's reason for the shutdown, empty before one. Thread: any (after ``isShutDown``).
+    public var shutdownReason: String { isShutDown ? String(cString: state.shutdownReason) : "" }
+    /// The server's name as libjack reports it, for display.
+    public var serverDescription: String { Self.environmentServer ?? "default" }
+
+    /// Initializes the graph if needed, starts it, and activates the client: the process
+    /// callback begins pulling the graph.
+    /// - Throws: ``JACKDriverError/graph(_:)`` when the graph cannot initialize (its code),
+    ///   ``JACKDriverError/activationFailed``, ``JACKDriverError/serverShutDown(reason:)``.
+    /// - Thread: control thread.
+    public func start() throws(JACKDriverError) {
+        guard let client, !isShutDown else { throw .serverShutDown(reason: shutdownReason) }
+        do {
+            try graph.initialize()
+            try graph.start()
+        } catch {
+            throw .graph(error.rawValue)
+        }
+        guard isActive || jack_activate(client) == 0 else {
+            graph.stop()
+            throw .activationFailed
+        }
+        isActive = true
+    }
+
+    /// Connects two ports by their exact full names (`client:port`), in signal-flow order. Connecting
+    /// ports that are already connected succeeds.
+    /// - Throws: ``JACKDriverError/portNotFound(_:)``, ``JACKDriverError/connectionFailed(source:destination:code:)``.
+    /// - Thread: control thread (never from a JACK callback).
+    public func connect(_ source: String, to destination: String) throws(JACKDriverError) {
+        guard let client, !isShutDown else { throw .serverShutDown(reason: shutdownReason) }
+        for name in [source, destination] where jack_port_by_name(client, name) == nil { throw .portNotFound(name) }
+        let code = jack_connect(client, source, destination)
+        guard code == 0 || code == EEXIST else { throw .connectionFailed(source: source, destination: destination, code: code) }
+    }
+
+    /// The server's physical ports of one direction, in server order.
+    /// - Parameter capture: `true` for capture ports (outputs, which feed us), `false` for playback.
+    /// - Thread: control thread.
+    public func physicalPorts(capture: Bool) -> [String] {
+        guard let client else { return [] }
+        let flags = JackPortIsPhysical.rawValue | (capture ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue)
+        guard let list = jack_get_ports(client, nil, JACK_DEFAULT_AUDIO_TYPE, UInt(flags)) else { return [] }
+        defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+        var names: [String] = []
+        var i = 0
+        while let name = list[i] { names.append(String(cString: name)); i += 1 }
+        return names
+    }
+
+    /// Connects physical capture port k to `in_k` and `out_k` to physical playback port k, for as
+    /// many ports as both sides have.
+    /// - Returns: the connections made, as (source, destination) pairs.
+    /// - Throws: ``JACKDriverError/connectionFailed(source:destination:code:)``.
+    /// - Thread: control thread.
+    @discardableResult
+    public func connectPhysicalPorts() throws(JACKDriverError) -> [(String, String)] {
+        var made: [(String, String)] = []
+        for (capture, input) in zip(physicalPorts(capture: true), inputPortNames) {
+            try connect(capture, to: input); made.append((capture, input))
+        }
+        for (output, playback) in zip(outputPortNames, physicalPorts(capture: false)) {
+            try connect(output, to: playback); made.append((output, playback))
+        }
+        return made
+    }
+
+    /// Stops the graph, deactivates and closes the client. Safe to call twice, and after a
+    /// server shutdown. The graph stays initialized.
+    /// - Thread: control thread (never from a JACK callback).
+    public func close() {
+        guard let client else { return }
+        self.client = nil
+        graph.stop()
+        if isActive && !isShutDown { jack_deactivate(client) }
+        isActive = false
+        jack_client_close(client)
+    }
+}
+
+extension Optional where Wrapped == String {
+    func withOptionalCString<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
+        switch self {
+        case .some(let s): return s.withCString { body($0) }
+        case .none: return body(nil)
+        }
+    }
+}

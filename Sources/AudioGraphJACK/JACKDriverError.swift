@@ -1,0 +1,62 @@
+/// Why the JACK driver could not do what was asked. Each case's description is one line a user
+/// can act on.
+public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No JACK server is running (and starting one was not asked for). `server` is the name
+    /// tried (nil: the default, or `$JACK_DEFAULT_SERVER`).
+    case serverNotRunning(server: String?)
+    /// `jack_client_open` failed for another reason; `status` is the `jack_status_t` bit set.
+    case clientOpenFailed(status: UInt32)
+    /// The client name is empty, too long for JACK (over 63 bytes) or, with exact naming, in use.
+    case invalidClientName(String, reason: String)
+    /// `jack_port_register` failed for this port name.
+    case portRegistrationFailed(String)
+    /// `jack_activate` failed.
+    case activationFailed
+    /// No port of that exact name exists.
+    case portNotFound(String)
+    /// `jack_connect` failed for this pair with this return code.
+    case connectionFailed(source: String, destination: String, code: Int32)
+    /// The channel count is outside 1…64.
+    case invalidChannelCount(Int)
+    /// The graph refused: an ``AudioGraph/AudioUnitError`` code (for example no IO node).
+    case graph(AudioUnitErrorCode)
+    /// The server shut down or dropped this client.
+    case serverShutDown(reason: String)
+
+    /// The `OSStatus` of a wrapped graph error.
+    public typealias AudioUnitErrorCode = Int32
+
+    /// What went wrong and what to do.
+    public var description: String {
+        switch self {
+        case .serverNotRunning(let server):
+            let name = server ?? "default"
+            return "no JACK server named '\(name)' is running; start one with `jackd -d alsa` (sound card) or `jackd --no-realtime -n \(name) -d dummy -r 48000 -p 256` (no sound card)"
+        case .clientOpenFailed(let status):
+            return "could not open a JACK client (jack_status_t 0x\(String(status, radix: 16))); check that the server is healthy (jack_lsp)"
+        case .invalidClientName(let name, let reason):
+            return "invalid JACK client name '\(name)': \(reason)"
+        case .portRegistrationFailed(let name):
+            return "could not register JACK port '\(name)'"
+        case .activationFailed:
+            return "could not activate the JACK client"
+        case .portNotFound(let name):
+            return "no JACK port named '\(name)' (list them with `jack_lsp`)"
+        case .connectionFailed(let source, let destination, let code):
+            return "could not connect '\(source)' to '\(destination)' (jack_connect returned \(code)); check port directions with `jack_lsp -p`"
+        case .invalidChannelCount(let n):
+            return "channel count \(n) is outside 1…64"
+        case .graph(let code):
+            let name = AudioUnitErrorName(code)
+            return "the graph refused to run: \(name)"
+        case .serverShutDown(let reason):
+            return "the JACK server shut down or dropped the client: \(reason)"
+        }
+    }
+}
+
+import AudioGraph
+
+func AudioUnitErrorName(_ code: Int32) -> String {
+    AudioUnitError(rawValue: code)?.description ?? "OSStatus \(code)"
+}
