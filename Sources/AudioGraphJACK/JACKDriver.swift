@@ -153,6 +153,16 @@ public final class JACKDriver: @unchecked Sendable {
         if !options.startServer { raw |= JackNoStartServer.rawValue }
         if options.useExactName { raw |= JackUseExactName.rawValue }
         if options.serverName != nil { raw |= JackServerName.rawValue }
+        // libjack prints several lines for a missing server; our error says it in one.
+        jack_set_error_function { _ in }
+        jack_set_info_function { _ in }
+        defer {
+            jack_set_error_function { message in
+                guard let message else { return }
+                let line = "jack: " + String(cString: message) + "\n"
+                _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+            }
+        }
         var status = jack_status_t(rawValue: 0)
         let opened: OpaquePointer? = options.serverName.withOptionalCString { server in
             audiograph_jack_client_open(name, jack_options_t(rawValue: raw), &status, server)
