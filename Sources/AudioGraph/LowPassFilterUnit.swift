@@ -4,8 +4,10 @@ import Glibc
 
 /// A second-order (12 dB/octave) low-pass filter: the `kAudioUnitSubType_LowPassFilter` analogue.
 ///
-/// Design: the RBJ Audio EQ Cookbook low-pass biquad (Robert Bristow-Johnson), run in transposed
-/// direct form II per channel. Resonance sets the gain at the cutoff: Q = 10^(resonance/20) / √2,
+/// Design: the RBJ Audio EQ Cookbook low-pass biquad (Robert Bristow-Johnson), run in direct
+/// form I per channel. Direct form I keeps the past inputs and outputs as its state, so a new
+/// set of coefficients continues from the same signal without the transient that transposed
+/// forms show when coefficients change. Resonance sets the gain at the cutoff: Q = 10^(resonance/20) / √2,
 /// so 0 dB resonance is a Butterworth response, −3.01 dB at the cutoff. Coefficients are
 /// recomputed at the start of a slice when a parameter changed; the filter memory is kept, so
 /// changes never reset the signal.
@@ -48,13 +50,13 @@ public final class LowPassFilterUnit: AudioUnit, @unchecked Sendable {
 
     override var kernelKind: KernelKind { .lowPass }
     override func kernelStateCount(inputChannels: [Int], outputChannels: Int) -> Int {
-        LowPassKernel.stateBase + 2 * outputChannels
+        LowPassKernel.stateBase + 4 * outputChannels
     }
 }
 
 enum LowPassKernel {
     // State layout: [0…4] b0 b1 b2 a1 a2, [5] cutoff, [6] resonance, [7] sample rate the
-    // coefficients were made for (0 = none yet), then z1, z2 per channel.
+    // coefficients were made for (0 = none yet), then x[n−1], x[n−2], y[n−1], y[n−2] per channel.
     static let stateBase = 8
 
     /// RBJ cookbook LPF: w0 = 2π f/fs, α = sin(w0)/(2Q), b0 = b2 = (1−cos w0)/2, b1 = 1−cos w0,
@@ -93,28 +95,27 @@ enum LowPassKernel {
         let input = s.inputs[0].channels
         let inChannels = s.inputs[0].channelCount
         for c in 0..<s.outputChannelCount {
-            let z = st + stateBase + 2 * c
-            var z1 = z[0], z2 = z[1]
+            let z = st + stateBase + 4 * c
+            var x1 = z[0], x2 = z[1], y1 = z[2], y2 = z[3]
             let dst = out[c]
             if let input, c < inChannels {
                 let src = input[c]
                 for f in 0..<frames {
                     let x = src[f]
-                    let y = b0 * x + z1
-                    z1 = b1 * x - a1 * y + z2
-                    z2 = b2 * x - a2 * y
+                    let y = b0 * x + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
+                    x2 = x1; x1 = x
+                    y2 = y1; y1 = y
                     dst[f] = y
                 }
             } else {
                 for f in 0..<frames {
-                    let y = z1
-                    z1 = -a1 * y + z2
-                    z2 = -a2 * y
+                    let y = b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
+                    x2 = x1; x1 = 0
+                    y2 = y1; y1 = y
                     dst[f] = y
                 }
             }
-            z[0] = z1
-            z[1] = z2
+            z[0] = x1; z[1] = x2; z[2] = y1; z[3] = y2
         }
     }
 }

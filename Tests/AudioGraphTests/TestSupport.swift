@@ -1,0 +1,57 @@
+import AudioGraph
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// IO → [extra units…] → IO, connected in a line, ready to render offline.
+struct Chain {
+    let graph = AudioGraph()
+    let io = IOUnit()
+    var nodes: [AUNode] = []
+    let ioNode: AUNode
+    let renderer: OfflineRenderer
+
+    init(_ units: [AudioUnit], channels: Int = 2, sampleRate: Double = 48_000, initialize: Bool = true) throws {
+        ioNode = try graph.addNode(io)
+        try io.setInputEnabled(true)
+        var previous = (ioNode, IOUnit.inputElement)
+        for unit in units {
+            let node = try graph.addNode(unit)
+            if let mixer = unit as? MultichannelMixerUnit {
+                try mixer.setStreamFormat(try .float32(sampleRate: sampleRate, channels: UInt32(channels)), scope: .output, element: 0)
+            }
+            try graph.connectNodeInput(previous.0, sourceOutputElement: previous.1, node, destinationInputElement: 0)
+            nodes.append(node)
+            previous = (node, 0)
+        }
+        try graph.connectNodeInput(previous.0, sourceOutputElement: previous.1, ioNode, destinationInputElement: IOUnit.outputElement)
+        renderer = try OfflineRenderer(graph: graph, inputChannels: channels, outputChannels: channels, sampleRate: sampleRate)
+        if initialize {
+            try graph.initialize()
+            try graph.start()
+        }
+    }
+
+    func render(_ input: [[Float]], slice: Int = 256) throws -> [[Float]] {
+        try renderer.render(input: input, frameCount: input.map(\.count).max() ?? 0, sliceFrames: slice)
+    }
+}
+
+func sine(frequency: Double, sampleRate: Double = 48_000, frames: Int, amplitude: Float = 0.5) -> [Float] {
+    (0..<frames).map { amplitude * Float(sin(2 * Double.pi * frequency * Double($0) / sampleRate)) }
+}
+
+/// Deterministic pseudo-random samples in −1…1 (a 64-bit LCG), for exactness tests.
+func noise(frames: Int, seed: UInt64) -> [Float] {
+    var x = seed
+    return (0..<frames).map { _ in
+        x = x &* 6364136223846793005 &+ 1442695040888963407
+        return Float(Int32(truncatingIfNeeded: x >> 32)) / Float(Int32.max)
+    }
+}
+
+func rms(_ x: ArraySlice<Float>) -> Double {
+    (x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, x.count))).squareRoot()
+}
+
+func decibels(_ ratio: Double) -> Double { 20 * log10(ratio) }
