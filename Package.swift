@@ -18,6 +18,13 @@ let package = Package(
             pkgConfig: "jack",
             providers: [.apt(["libjack-jackd2-dev"])]
         ),
+        // libsndfile from Debian's libsndfile1-dev: reading and writing audio files.
+        .systemLibrary(
+            name: "CSndFile",
+            path: "Sources/CSndFile",
+            pkgConfig: "sndfile",
+            providers: [.apt(["libsndfile1-dev"])]
+        ),
         // The engine core: formats, units, graph, render plan, offline driver. No JACK here.
         .target(
             name: "AudioGraph",
@@ -41,7 +48,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioGraphJACKTests",
-            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "CJack", "CSndFile"],
             path: "Tests/AudioGraphJACKTests"
         ),
     ],

@@ -102,6 +102,12 @@ func parseOptions(_ args: [String]) -> Options {
 let quitSignal = Atomic<Int32>(0)
 
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
+// A parent may have left these blocked (the mask survives exec); a monitor must hear them.
+var quitSignals = sigset_t()
+sigemptyset(&quitSignals)
+sigaddset(&quitSignals, SIGINT)
+sigaddset(&quitSignals, SIGTERM)
+pthread_sigmask(SIG_UNBLOCK, &quitSignals, nil)
 signal(SIGINT) { sig in quitSignal.store(sig, ordering: .relaxed) }
 signal(SIGTERM) { sig in quitSignal.store(sig, ordering: .relaxed) }
 signal(SIGPIPE, SIG_IGN)

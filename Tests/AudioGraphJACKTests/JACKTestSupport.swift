@@ -1,0 +1,252 @@
+import CJack
+import CSndFile
+import Foundation
+import Synchronization
+
+/// A real jackd (dummy driver) for the tests: the one named in `$AUDIOGRAPH_TEST_JACK_SERVER`
+/// (started by scripts/test and .ci/run), or else one started here and stopped at exit.
+enum TestServer {
+    static let shared: String = {
+        if let name = ProcessInfo.processInfo.environment["AUDIOGRAPH_TEST_JACK_SERVER"], !name.isEmpty {
+            precondition(waitForServer(name, seconds: 10), "AUDIOGRAPH_TEST_JACK_SERVER=\(name) is set but no such server answers")
+            return name
+        }
+        let server = PrivateServer(name: "audiograph-test-\(getpid())")
+        ownServer.withLock { $0 = server }
+        atexit { TestServer.ownServer.withLock { $0?.stop() } }
+        return server.name
+    }()
+    static let ownServer = Mutex<PrivateServer?>(nil)
+
+    /// Whether a client can open on `name` within `seconds`.
+    static func waitForServer(_ name: String, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        jack_set_error_function { _ in }
+        jack_set_info_function { _ in }
+        while Date() < deadline {
+            var status = jack_status_t(rawValue: 0)
+            let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
+            if let client = audiograph_jack_client_open("probe-wait", options, &status, name) {
+                jack_client_close(client)
+                return true
+            }
+            usleep(100_000)
+        }
+        return false
+    }
+}
+
+/// A jackd process with the dummy driver, 48 kHz, period 256, 2 capture and 2 playback ports.
+final class PrivateServer: @unchecked Sendable {
+    let name: String
+    let process = Process()
+
+    init(name: String, period: Int = 256) {
+        self.name = name
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
+        process.arguments = ["--no-realtime", "-n", name, "-d", "dummy", "-r", "48000", "-p", "\(period)", "-C", "2", "-P", "2"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { preconditionFailure("cannot start jackd: \(error); install jackd2") }
+        precondition(TestServer.waitForServer(name, seconds: 10), "jackd -n \(name) did not come up")
+    }
+
+    func kill(signal: Int32 = SIGKILL) {
+        if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+    }
+
+    func stop() { kill(signal: SIGTERM) }
+}
+
+/// Real recorded speech from alsa-utils, read with libsndfile as Float32 in −1…1.
+enum Speech {
+    static let path = "/usr/share/sounds/alsa/Front_Center.wav"
+
+    static func load(_ path: String = Speech.path) -> (samples: [Float], sampleRate: Int) {
+        var info = SF_INFO()
+        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+            preconditionFailure("cannot read \(path): install alsa-utils")
+        }
+        defer { sf_close(file) }
+        var interleaved = [Float](repeating: 0, count: Int(info.frames) * Int(info.channels))
+        let read = sf_readf_float(file, &interleaved, info.frames)
+        precondition(read == info.frames)
+        // First channel only (the alsa-utils files are mono).
+        let samples = stride(from: 0, to: interleaved.count, by: Int(info.channels)).map { interleaved[$0] }
+        return (samples, Int(info.samplerate))
+    }
+}
+
+/// State the probe's JACK callback touches.
+final class ProbeState: @unchecked Sendable {
+    let play: UnsafeMutableBufferPointer<Float>
+    let capture: UnsafeMutableBufferPointer<Float>
+    let position = Atomic<Int>(0)
+    let armed = Atomic<Bool>(false)
+    var outPort: OpaquePointer?
+    var inPort: OpaquePointer?
+
+    init(play: [Float], captureFrames: Int) {
+        self.play = .allocate(capacity: play.count)
+        _ = self.play.initialize(from: play)
+        capture = .allocate(capacity: captureFrames)
+        capture.initialize(repeating: 0)
+    }
+    deinit { play.deallocate(); capture.deallocate() }
+}
+
+/// A JACK client that plays a buffer from its `out` port and records its `in` port, starting in
+/// the same cycle once armed. Used to feed and measure the client under test.
+final class ProbeClient {
+    let client: OpaquePointer
+    let state: ProbeState
+    let name: String
+
+    init(server: String, name: String = "probe", play: [Float], captureFrames: Int) {
+        var status = jack_status_t(rawValue: 0)
+        let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
+        guard let client = audiograph_jack_client_open(name, options, &status, server) else {
+            preconditionFailure("probe could not open on \(server): status \(status.rawValue)")
+        }
+        self.client = client
+        self.name = String(cString: jack_get_client_name(client))
+        state = ProbeState(play: play, captureFrames: captureFrames)
+        state.outPort = jack_port_register(client, "out", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsOutput.rawValue), 0)
+        state.inPort = jack_port_register(client, "in", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsInput.rawValue), 0)
+        jack_set_process_callback(client, { frames, arg in
+            let s = Unmanaged<ProbeState>.fromOpaque(arg!).takeUnretainedValue()
+            let n = Int(frames)
+            let out = jack_port_get_buffer(s.outPort, frames)!.assumingMemoryBound(to: Float.self)
+            let input = jack_port_get_buffer(s.inPort, frames)!.assumingMemoryBound(to: Float.self)
+            guard s.armed.load(ordering: .acquiring) else {
+                out.update(repeating: 0, count: n)
+                return 0
+            }
+            let pos = s.position.load(ordering: .relaxed)
+            for f in 0..<n {
+                out[f] = pos + f < s.play.count ? s.play[pos + f] : 0
+                if pos + f < s.capture.count { s.capture[pos + f] = input[f] }
+            }
+            s.position.store(pos + n, ordering: .releasing)
+            return 0
+        }, Unmanaged.passUnretained(state).toOpaque())
+        precondition(jack_activate(client) == 0)
+    }
+
+    func connect(_ source: String, _ destination: String) {
+        let code = jack_connect(client, source, destination)
+        precondition(code == 0 || code == EEXIST, "jack_connect \(source) → \(destination): \(code)")
+    }
+
+    /// Plays and records until the capture buffer is full (or `timeout` seconds pass).
+    func run(timeout: Double = 20) -> [Float] {
+        state.position.store(0, ordering: .relaxed)
+        state.capture.update(repeating: 0)
+        state.armed.store(true, ordering: .releasing)
+        let deadline = Date().addingTimeInterval(timeout)
+        while state.position.load(ordering: .acquiring) < state.capture.count && Date() < deadline { usleep(10_000) }
+        state.armed.store(false, ordering: .releasing)
+        usleep(20_000)
+        return Array(state.capture)
+    }
+
+    deinit {
+        jack_deactivate(client)
+        jack_client_close(client)
+    }
+}
+
+/// Where `played` reappears exactly in `captured`, if it does: the offset in frames.
+func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int = 8192) -> Int? {
+    guard let firstPlayed = played.firstIndex(where: { $0 != 0 }),
+          let firstCaptured = captured.firstIndex(where: { $0 != 0 }) else { return nil }
+    let delay = firstCaptured - firstPlayed
+    guard delay >= 0, delay <= maxDelay, delay + played.count <= captured.count else { return nil }
+    for i in 0..<played.count where captured[delay + i] != played[i] { return nil }
+    return delay
+}
+
+/// graphthru as a child process, with its stdin as a pipe and its output collected.
+final class GraphthruProcess: @unchecked Sendable {
+    let process = Process()
+    let stdin = Pipe()
+    private let output = LockedText()
+    private let errors = LockedText()
+
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["GRAPHTHRU"] { return URL(fileURLWithPath: path) }
+        // The test bundle sits beside the products in .build/<config>/.
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while dir.path != "/" {
+            let candidate = dir.appendingPathComponent("graphthru")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir.deleteLastPathComponent()
+        }
+        preconditionFailure("graphthru not built; run `swift build` first or set GRAPHTHRU")
+    }
+
+    init(_ arguments: [String], server: String) throws {
+        process.executableURL = GraphthruProcess.binary
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_DEFAULT_SERVER"] = server
+        environment["JACK_NO_START_SERVER"] = "1"
+        process.environment = environment
+        process.standardInput = stdin
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        out.fileHandleForReading.readabilityHandler = { [output] h in
+            let text = String(decoding: h.availableData, as: UTF8.self)
+            output.append(text)
+        }
+        err.fileHandleForReading.readabilityHandler = { [errors] h in
+            let text = String(decoding: h.availableData, as: UTF8.self)
+            errors.append(text)
+        }
+        try process.run()
+    }
+
+    var stdout: String { output.text }
+    var stderr: String { errors.text }
+
+    /// Waits until stdout contains `text` `count` times; false on timeout or exit.
+    func waitFor(_ text: String, count: Int = 1, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stdout.components(separatedBy: text).count - 1 >= count { return true }
+            if !process.isRunning { return stdout.components(separatedBy: text).count - 1 >= count }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    func send(_ line: String) {
+        stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    /// Waits for exit; nil if it did not exit within `timeout` seconds (then it is killed).
+    func waitForExit(timeout: Double = 10) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+    }
+}
+
+/// Text appended from one thread and read from another.
+final class LockedText: Sendable {
+    private let storage = Mutex<String>("")
+    func append(_ s: String) { storage.withLock { $0 += s } }
+    var text: String { storage.withLock { $0 } }
+}
