@@ -1,0 +1,36 @@
+# Sourced by scripts: start a private jackd (dummy driver, no sound card needed) and stop it on exit.
+#   start_private_jackd NAME [PERIOD]   exports JACK_DEFAULT_SERVER=NAME
+start_private_jackd() {
+    local name="$1" period="${2:-256}"
+    jackd --no-realtime -n "$name" -d dummy -r 48000 -p "$period" -C 2 -P 2 >"/tmp/$name.log" 2>&1 &
+    JACKD_PID=$!
+    trap 'stop_private_jackd' EXIT
+    local tries=0
+    until jack_server_running "$name"; do
+        tries=$((tries + 1))
+        if [ "$tries" -gt 100 ] || ! kill -0 "$JACKD_PID" 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    if ! jack_server_running "$name"; then
+        echo "could not start jackd (log: /tmp/$name.log)" >&2
+        cat "/tmp/$name.log" >&2
+        return 1
+    fi
+    export JACK_DEFAULT_SERVER="$name"
+}
+
+stop_private_jackd() {
+    if [ -n "${JACKD_PID:-}" ]; then
+        kill "$JACKD_PID" 2>/dev/null || true
+        wait "$JACKD_PID" 2>/dev/null || true
+        JACKD_PID=""
+    fi
+}
+
+# Whether a JACK server named $1 (or the default one) answers, without starting one.
+jack_server_running() {
+    local answer
+    if [ -n "${1:-}" ]; then answer=$(JACK_NO_START_SERVER=1 jack_wait -s "$1" -c 2>/dev/null)
+    else answer=$(JACK_NO_START_SERVER=1 jack_wait -c 2>/dev/null); fi
+    [ "$answer" = "running" ]
+}
