@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "AudioGraph", targets: ["AudioGraph"]),
         .library(name: "AudioGraphJACK", targets: ["AudioGraphJACK"]),
         .executable(name: "graphthru", targets: ["graphthru"]),
+        .executable(name: "first-graph", targets: ["first-graph"]),
     ],
     targets: [
         // libjack from Debian's libjack-jackd2-dev; a shim wraps the variadic jack_client_open.
@@ -40,6 +41,11 @@ let package = Package(
             name: "graphthru",
             dependencies: ["AudioGraph", "AudioGraphJACK"],
             path: "Examples/graphthru"
+        ),
+        .executableTarget(
+            name: "first-graph",
+            dependencies: ["AudioGraph"],
+            path: "Examples/FirstGraph"
         ),
         .testTarget(
             name: "AudioGraphTests",

@@ -190,15 +190,19 @@ extension AudioGraph {
             for element in 0..<unit.elementCount(.input) {
                 let key = InputKey(node: node, element: element)
                 let source: String
-                switch pending.inputs[key] {
-                case .connection(let n, let e)?: source = "← \(n):\(e)"
-                case .callback?: source = "← render callback"
-                case nil: source = "(unconnected)"
+                if unit.isDeviceSide(.input, element) {
+                    source = "(device side)"
+                } else {
+                    switch pending.inputs[key] {
+                    case .connection(let n, let e)?: source = "← \(n):\(e)"
+                    case .callback?: source = "← render callback"
+                    case nil: source = "(unconnected)"
+                    }
                 }
                 lines.append("    in \(element): \(unit.inputFormats[Int(element)]) \(source)")
             }
             for element in 0..<unit.elementCount(.output) {
-                lines.append("    out \(element): \(unit.outputFormats[Int(element)])")
+                lines.append("    out \(element): \(unit.outputFormats[Int(element)])\(unit.isDeviceSide(.output, element) ? " (device side)" : "")")
             }
         }
         return lines.joined(separator: "\n")
