@@ -2,6 +2,11 @@
 #   start_private_jackd NAME [PERIOD]   exports JACK_DEFAULT_SERVER=NAME
 start_private_jackd() {
     local name="$1" period="${2:-256}"
+    # jack2 keeps a registry of at most 8 servers in /dev/shm; a jackd that died by SIGKILL leaves
+    # its entry behind. With no jackd running at all, every entry is stale: clear them.
+    if ! pgrep -x jackd >/dev/null && ls /dev/shm/jack-shm-registry >/dev/null 2>&1; then
+        rm -f /dev/shm/jack-shm-registry /dev/shm/jack-[0-9]* /dev/shm/jack_* 2>/dev/null || true
+    fi
     jackd --no-realtime -n "$name" -d dummy -r 48000 -p "$period" -C 2 -P 2 >"/tmp/$name.log" 2>&1 &
     JACKD_PID=$!
     trap 'stop_private_jackd' EXIT

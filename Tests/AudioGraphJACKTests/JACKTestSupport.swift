@@ -11,7 +11,8 @@ enum TestServer {
             precondition(waitForServer(name, seconds: 10), "AUDIOGRAPH_TEST_JACK_SERVER=\(name) is set but no such server answers")
             return name
         }
-        let server = PrivateServer(name: "audiograph-test-\(getpid())")
+        let server: PrivateServer
+        do { server = try PrivateServer(name: "audiograph-test-\(getpid())") } catch { preconditionFailure("\(error)") }
         ownServer.withLock { $0 = server }
         atexit { TestServer.ownServer.withLock { $0?.stop() } }
         return server.name
@@ -41,14 +42,23 @@ final class PrivateServer: @unchecked Sendable {
     let name: String
     let process = Process()
 
-    init(name: String, period: Int = 256) {
+    struct StartFailure: Error, CustomStringConvertible { let description: String }
+    private let log = LockedText()
+
+    /// Starts jackd and waits (up to 20 s) until a client can connect.
+    init(name: String, period: Int = 256) throws {
         self.name = name
         process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
         process.arguments = ["--no-realtime", "-n", name, "-d", "dummy", "-r", "48000", "-p", "\(period)", "-C", "2", "-P", "2"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { preconditionFailure("cannot start jackd: \(error); install jackd2") }
-        precondition(TestServer.waitForServer(name, seconds: 10), "jackd -n \(name) did not come up")
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        pipe.fileHandleForReading.readabilityHandler = { [log] h in log.append(String(decoding: h.availableData, as: UTF8.self)) }
+        do { try process.run() } catch { throw StartFailure(description: "cannot start jackd: \(error); install jackd2") }
+        guard TestServer.waitForServer(name, seconds: 20) else {
+            kill()
+            throw StartFailure(description: "jackd -n \(name) did not come up; its output:\n\(log.text)")
+        }
     }
 
     func kill(signal: Int32 = SIGKILL) {
