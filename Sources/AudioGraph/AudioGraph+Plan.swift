@@ -81,16 +81,10 @@ extension AudioGraph {
             for element in 0..<unit.elementCount(.output) {
                 outputs.append(effective(unit, .output, element, rate: rate))
             }
-            switch unit.kernelKind {
-            case .lowPass, .muteGate, .passthrough, .io:
-                if let input = inputs.first ?? nil { outputs[0] = input }
-            case .mixer:
-                for input in inputs {
-                    guard let input else { continue }
-                    guard input.channelsPerFrame == 1 || input.channelsPerFrame == outputs[0].channelsPerFrame else {
-                        throw .formatNotSupported
-                    }
-                }
+            if unit.linksInputAndOutputFormats, let input = inputs.first ?? nil { outputs[0] = input }
+            for input in inputs {
+                guard let input else { continue }
+                try unit.checkInputChannels(input.channelsPerFrame, outputChannels: outputs[0].channelsPerFrame)
             }
             for output in outputs {
                 guard output.isCanonical, output.sampleRate == rate else { throw .formatNotSupported }

@@ -63,7 +63,6 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     private var committed = Topology()
     var pending = Topology()
     private var nextNode: Int32 = 1
-    private var removedPending: [AudioUnit] = []
     let shared = RenderShared()
     private var currentResources: PlanResources?
     private var retired: [PlanResources] = []
@@ -129,7 +128,7 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     public func addNode(_ unit: AudioUnit) throws(AudioUnitError) -> AUNode {
         try checkControlThread()
-        guard unit.graph == nil, !removedPending.contains(where: { $0 === unit }) else { throw .invalidAudioUnit }
+        guard unit.graph == nil else { throw .invalidAudioUnit }
         if unit is IOUnit, pending.nodes.values.contains(where: { $0 is IOUnit }) { throw .outputNodeErr }
         let node = AUNode(rawValue: nextNode)
         nextNode += 1
@@ -295,9 +294,8 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         try checkControlThread()
         if isInitialized { return }
         let built = try buildPlan(pending)
-        commit(pending, built)
         isInitialized = true
-        publish(built.resources)
+        apply(pending, built)
     }
 
     /// Stops the graph if running and releases every unit's render resources. Mirrors
@@ -341,25 +339,23 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     public func update() throws(AudioUnitError) {
         try checkControlThread()
         let target = pending
+        var built: BuiltPlan?
         if isInitialized {
-            let built: BuiltPlan
             do { built = try buildPlan(target) } catch {
                 pending = committed
                 throw error
             }
-            commit(target, built)
-            publish(built.resources)
-        } else {
-            commit(target, nil)
         }
-        releaseRemovedUnits()
+        apply(target, built)
     }
 
-    private func commit(_ target: Topology, _ built: BuiltPlan?) {
+    /// Makes `target` the committed topology: stores the resolved formats and kernel state,
+    /// publishes the new plan (waiting for the render thread to leave the old one), then
+    /// releases the units that left the graph.
+    private func apply(_ target: Topology, _ built: BuiltPlan?) {
         let removed = committed.nodes.filter { target.nodes[$0.key] == nil }.map(\.value)
         committed = target
         pending = target
-        removedPending = removed
         if let built {
             for (node, formats) in built.formats {
                 guard let unit = target.nodes[node] else { continue }
@@ -368,17 +364,14 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
             }
             for (node, kernel) in built.kernels { target.nodes[node]?.kernel = kernel }
             for unit in target.nodes.values { unit.isInitialized = true }
+            publish(built.resources)
         }
-    }
-
-    private func releaseRemovedUnits() {
-        for unit in removedPending {
+        for unit in removed {
             unit.graph = nil
             unit.node = nil
             unit.isInitialized = false
             unit.kernel = nil
         }
-        removedPending = []
     }
 
     // MARK: - Publication

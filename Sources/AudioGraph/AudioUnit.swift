@@ -79,6 +79,12 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
         guard format.isCanonical else { throw .formatNotSupported }
     }
 
+    /// Whether an input with `inputChannels` can feed an output with `outputChannels` (checked
+    /// when the graph compiles, after formats have propagated along connections).
+    func checkInputChannels(_ inputChannels: UInt32, outputChannels: UInt32) throws(AudioUnitError) {
+        guard inputChannels == outputChannels else { throw .formatNotSupported }
+    }
+
     /// The parameter's upper bound at the unit's current sample rate.
     func maxValue(of info: AudioUnitParameterInfo) -> Float { info.maxValue }
 
@@ -264,10 +270,16 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
         applyFormat(format, scope: scope, element: element)
     }
 
-    /// Stores a checked format; passthrough units override to keep both sides equal.
+    /// Whether input element 0 and output element 0 always share one format (filters, gates).
+    var linksInputAndOutputFormats: Bool { false }
+
+    /// Stores a checked format (on both sides for units that link them).
     func applyFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) {
-        if scope == .input { inputFormats[Int(element)] = format } else { outputFormats[Int(element)] = format }
-        explicitFormats.insert(FormatKey(scope: scope, element: element))
+        let sides: [AudioUnitScope] = linksInputAndOutputFormats ? [.input, .output] : [scope]
+        for side in sides {
+            if side == .input { inputFormats[Int(element)] = format } else { outputFormats[Int(element)] = format }
+            explicitFormats.insert(FormatKey(scope: side, element: element))
+        }
     }
 
     func setElementCount(_ count: UInt32, scope: AudioUnitScope) throws(AudioUnitError) {

@@ -41,12 +41,7 @@ public final class LowPassFilterUnit: AudioUnit, @unchecked Sendable {
         info.id == Parameter.cutoffFrequency ? Float(currentSampleRate / 2) : info.maxValue
     }
 
-    override func applyFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) {
-        inputFormats[0] = format
-        outputFormats[0] = format
-        explicitFormats.insert(FormatKey(scope: .input, element: 0))
-        explicitFormats.insert(FormatKey(scope: .output, element: 0))
-    }
+    override var linksInputAndOutputFormats: Bool { true }
 
     override var kernelKind: KernelKind { .lowPass }
     override func kernelStateCount(inputChannels: [Int], outputChannels: Int) -> Int {

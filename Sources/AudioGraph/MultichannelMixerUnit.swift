@@ -44,6 +44,11 @@ public final class MultichannelMixerUnit: AudioUnit, @unchecked Sendable {
 
     override func canSetElementCount(_ scope: AudioUnitScope) -> Bool { scope == .input }
 
+    /// Same channel count as the output, or mono (copied to every output channel).
+    override func checkInputChannels(_ inputChannels: UInt32, outputChannels: UInt32) throws(AudioUnitError) {
+        guard inputChannels == 1 || inputChannels == outputChannels else { throw .formatNotSupported }
+    }
+
     override var kernelKind: KernelKind { .mixer }
     override func prepareKernelState(_ state: UnsafeMutablePointer<Float>, inputCount: Int) {
         let stereo = outputFormats[0].channelsPerFrame == 2

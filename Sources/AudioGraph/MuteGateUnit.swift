@@ -33,12 +33,7 @@ public final class MuteGateUnit: AudioUnit, @unchecked Sendable {
         set { bank.store(0, newValue ? 1 : 0) }
     }
 
-    override func applyFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) {
-        inputFormats[0] = format
-        outputFormats[0] = format
-        explicitFormats.insert(FormatKey(scope: .input, element: 0))
-        explicitFormats.insert(FormatKey(scope: .output, element: 0))
-    }
+    override var linksInputAndOutputFormats: Bool { true }
 
     override var kernelKind: KernelKind { .muteGate }
     override func prepareKernelState(_ state: UnsafeMutablePointer<Float>, inputCount: Int) {

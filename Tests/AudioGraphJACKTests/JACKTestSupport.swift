@@ -177,12 +177,13 @@ func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int = 8192) 
     return delay
 }
 
-/// graphthru as a child process, with its stdin as a pipe and its output collected.
+/// graphthru as a child process, with its stdin as a pipe and its stdout and stderr in files
+/// (complete the moment it exits, unlike a pipe drained by another thread).
 final class GraphthruProcess: @unchecked Sendable {
     let process = Process()
     let stdin = Pipe()
-    private let output = LockedText()
-    private let errors = LockedText()
+    private let outputURL: URL
+    private let errorURL: URL
 
     static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["GRAPHTHRU"] { return URL(fileURLWithPath: path) }
@@ -204,22 +205,18 @@ final class GraphthruProcess: @unchecked Sendable {
         environment["JACK_NO_START_SERVER"] = "1"
         process.environment = environment
         process.standardInput = stdin
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        out.fileHandleForReading.readabilityHandler = { [output] h in
-            let text = String(decoding: h.availableData, as: UTF8.self)
-            output.append(text)
-        }
-        err.fileHandleForReading.readabilityHandler = { [errors] h in
-            let text = String(decoding: h.availableData, as: UTF8.self)
-            errors.append(text)
-        }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("graphthru-test-\(UUID().uuidString)")
+        outputURL = base.appendingPathExtension("out")
+        errorURL = base.appendingPathExtension("err")
+        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: outputURL)
+        process.standardError = try FileHandle(forWritingTo: errorURL)
         try process.run()
     }
 
-    var stdout: String { output.text }
-    var stderr: String { errors.text }
+    var stdout: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "" }
 
     /// Waits until stdout contains `text` `count` times; false on timeout or exit.
     func waitFor(_ text: String, count: Int = 1, timeout: Double = 10) -> Bool {
@@ -251,6 +248,8 @@ final class GraphthruProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: outputURL)
+        try? FileManager.default.removeItem(at: errorURL)
     }
 }
 
