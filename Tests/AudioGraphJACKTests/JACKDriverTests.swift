@@ -1,5 +1,6 @@
 import AudioGraph
 import AudioGraphJACK
+import CJack
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct JACKDriverTests {
     let server = TestServer.shared
 
-    func makeChain(name: String, channels: Int = 2) throws -> (AudioGraph, MuteGateUnit, JACKDriver) {
+    func makeChain(name: String, channels: Int = 2, server: String? = nil) throws -> (AudioGraph, MuteGateUnit, JACKDriver) {
         let graph = AudioGraph()
         let io = IOUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 1)
         let ioNode = try graph.addNode(io), gateNode = try graph.addNode(gate), mixerNode = try graph.addNode(mixer)
@@ -19,7 +20,7 @@ struct JACKDriverTests {
         try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
         var options = JACKDriver.Options()
         options.clientName = name
-        options.serverName = server
+        options.serverName = server ?? self.server
         options.inputChannels = channels
         options.outputChannels = channels
         let driver = try JACKDriver(graph: graph, options: options)
@@ -47,6 +48,27 @@ struct JACKDriverTests {
         let muted = probe.run()
         #expect(muted.allSatisfy { $0 == 0 }, "muted output is exact silence; peak \(muted.map(abs).max() ?? 0)")
         #expect(driver.processCycleCount > 0)
+    }
+
+    @Test func periodChangesAreFollowedWithoutLosingBitExactness() throws {
+        // A server of its own: changing the period must not disturb the other tests.
+        let own = try PrivateServer(name: "audiograph-bufsize-\(getpid())")
+        defer { own.stop() }
+        let (_, _, driver) = try makeChain(name: "ag-bufsize", server: own.name)
+        defer { driver.close() }
+        try driver.start()
+        let speech = Speech.load().samples
+        let probe = ProbeClient(server: own.name, name: "probe-bufsize", play: speech, captureFrames: speech.count + 16_384)
+        probe.connect("\(probe.name):out", driver.inputPortNames[0])
+        probe.connect(driver.outputPortNames[0], "\(probe.name):in")
+        // 4096 is longer than MaximumFramesPerSlice (1024): the graph renders it as four slices.
+        for period in [1024, 4096, 64, 512, 256] {
+            #expect(jack_set_buffer_size(probe.client, jack_nframes_t(period)) == 0)
+            let deadline = Date().addingTimeInterval(5)
+            while driver.bufferSize != period && Date() < deadline { usleep(10_000) }
+            #expect(driver.bufferSize == period, "the buffer-size callback reported \(driver.bufferSize)")
+            #expect(exactDelay(of: speech, in: probe.run(), maxDelay: 16_384) != nil, "bit-exact at period \(period)")
+        }
     }
 
     @Test func noServerIsAClearTypedError() {

@@ -185,3 +185,65 @@ final class ErrorBox: @unchecked Sendable {
     private(set) var error: AudioUnitError?
     func set(_ e: AudioUnitError) { error = e }
 }
+
+@Suite("Callbacks and connection properties")
+struct CallbackTests {
+    @Test func inputCallbackSeesTheDeviceInputEachSlice() throws {
+        let graph = AudioGraph()
+        let io = IOUnit()
+        let node = try graph.addNode(io)
+        try io.setInputEnabled(true)
+        let seen = SampleLog()
+        try io.setProperty(.setInputCallback, scope: .global, element: 0, .inputCallback { time, buffers in
+            seen.record(time: time.sampleTime, first: buffers[0][0], frames: buffers.frameCount)
+        })
+        try graph.connectNodeInput(node, sourceOutputElement: 1, node, destinationInputElement: 0)
+        let renderer = try OfflineRenderer(graph: graph, inputChannels: 1, outputChannels: 1)
+        try graph.initialize()
+        try graph.start()
+        let ramp = (0..<512).map { Float($0) / 512 }
+        _ = try renderer.render(input: [ramp], frameCount: 512, sliceFrames: 128)
+        #expect(seen.entries.map(\.time) == [0, 128, 256, 384], "time stamps advance by the slice")
+        #expect(seen.entries.map(\.first) == [0, 0.25, 0.5, 0.75])
+        #expect(seen.entries.allSatisfy { $0.frames == 128 })
+        #expect(throws: AudioUnitError.initialized) {
+            try io.setProperty(.setInputCallback, scope: .global, element: 0, .inputCallback(nil))
+        }
+    }
+
+    @Test func renderCallbackAndMakeConnectionPropertiesAreGraphEdits() throws {
+        let graph = AudioGraph()
+        let io = IOUnit(), mixer = MultichannelMixerUnit(inputs: 2), gate = MuteGateUnit()
+        try gate.setProperty(.setRenderCallback, scope: .input, element: 0, .renderCallback { _, _, buffers in
+            for c in 0..<buffers.channelCount { for f in 0..<buffers.frameCount { buffers[c][f] = 0.5 } }
+            return 0
+        })
+        let ioNode = try graph.addNode(io)
+        try graph.addNode(gate)
+        try graph.addNode(mixer)
+        #expect(throws: AudioUnitError.invalidScope) {
+            try mixer.setProperty(.makeConnection, scope: .output, element: 0, .connection(AudioUnitConnection(sourceUnit: gate, sourceOutputElement: 0)))
+        }
+        try mixer.setProperty(.makeConnection, scope: .input, element: 1, .connection(AudioUnitConnection(sourceUnit: gate, sourceOutputElement: 0)))
+        try graph.connectNodeInput(try #require(mixer.nodeForTest), sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        #expect(graph.connections.count == 2)
+        let renderer = try OfflineRenderer(graph: graph)
+        try graph.initialize()
+        try graph.start()
+        let out = try renderer.render(input: [], frameCount: 256)
+        #expect(out[0].allSatisfy { $0 == 0.5 }, "callback set on the unit before it joined the graph feeds it")
+        try mixer.setProperty(.makeConnection, scope: .input, element: 1, .connection(AudioUnitConnection(sourceUnit: nil, sourceOutputElement: 0)))
+        try graph.update()
+        #expect(try renderer.render(input: [], frameCount: 256)[0].allSatisfy { $0 == 0 })
+    }
+}
+
+extension AudioUnit {
+    var nodeForTest: AUNode? { node }
+}
+
+final class SampleLog: @unchecked Sendable {
+    struct Entry { let time: Double; let first: Float; let frames: Int }
+    private(set) var entries: [Entry] = []
+    func record(time: Double, first: Float, frames: Int) { entries.append(Entry(time: time, first: first, frames: frames)) }
+}
