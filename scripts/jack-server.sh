@@ -7,7 +7,8 @@ start_private_jackd() {
     if ! pgrep -x jackd >/dev/null && ls /dev/shm/jack-shm-registry >/dev/null 2>&1; then
         rm -f /dev/shm/jack-shm-registry /dev/shm/jack-[0-9]* /dev/shm/jack_* 2>/dev/null || true
     fi
-    jackd --no-realtime -n "$name" -d dummy -r 48000 -p "$period" -C 2 -P 2 >"/tmp/$name.log" 2>&1 &
+    JACKD_LOG=$(mktemp "${TMPDIR:-/tmp}/jackd-$name.XXXXXX.log")
+    jackd --no-realtime -n "$name" -d dummy -r 48000 -p "$period" -C 2 -P 2 >"$JACKD_LOG" 2>&1 &
     JACKD_PID=$!
     trap 'stop_private_jackd' EXIT
     local tries=0
@@ -17,8 +18,8 @@ start_private_jackd() {
         sleep 0.1
     done
     if ! jack_server_running "$name"; then
-        echo "could not start jackd (log: /tmp/$name.log)" >&2
-        cat "/tmp/$name.log" >&2
+        echo "could not start jackd:" >&2
+        cat "$JACKD_LOG" >&2
         return 1
     fi
     export JACK_DEFAULT_SERVER="$name"
@@ -30,6 +31,7 @@ stop_private_jackd() {
         wait "$JACKD_PID" 2>/dev/null || true
         JACKD_PID=""
     fi
+    if [ -n "${JACKD_LOG:-}" ]; then rm -f "$JACKD_LOG"; JACKD_LOG=""; fi
 }
 
 # Whether a JACK server named $1 (or the default one) answers, without starting one.

@@ -33,7 +33,8 @@ func level(ofSineAt hz: Double, through renderer: OfflineRenderer) throws -> Dou
     let out = try renderer.render(input: [sine, sine], frameCount: sine.count)[0]
     let tail = out[24_000...]
     let rms = (tail.reduce(0.0) { $0 + Double($1 * $1) } / Double(tail.count)).squareRoot()
-    return 20 * log10(rms / (0.5 / 2.0.squareRoot()))
+    let gain = 20 * log10(rms / (0.5 / 2.0.squareRoot()))
+    return abs(gain) < 0.005 ? 0 : gain            // print 0.00, not -0.00
 }
 for hz in [100.0, 1000, 8000] {
     print("\(Int(hz)) Hz through a 1 kHz low-pass: \(String(format: "%.2f", try level(ofSineAt: hz, through: renderer))) dB")

@@ -30,7 +30,10 @@ options:
 control:
   terminal:           m = toggle mute, q = quit
   otherwise (lines):  mute | unmute | toggle | quit   (end of input keeps running)
-  SIGINT / SIGTERM quit cleanly with status 0.
+  SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
+
+exit status: 0 after quit or a signal; 1 when JACK fails (no server, server gone, port errors);
+2 for bad options (including a name JACK cannot take or a --lowpass outside 10…rate/2).
 """
 
 struct Options {
@@ -75,8 +78,13 @@ func parseOptions(_ args: [String]) -> Options {
         let arg = args[i]
         switch arg {
         case "--help", "-h": say(usage); exit(0)
-        case "--name": o.name = value(arg)
-        case "--server": o.server = value(arg)
+        case "--name":
+            o.name = value(arg)
+            if let problem = JACKDriver.problem(withClientName: o.name) { fail("--name '\(o.name)': \(problem)", status: 2) }
+        case "--server":
+            let v = value(arg)
+            guard !v.isEmpty else { fail("--server needs a name (omit it for $JACK_DEFAULT_SERVER or \"default\")", status: 2) }
+            o.server = v
         case "--channels":
             let v = value(arg)
             guard let n = Int(v), (1...64).contains(n) else { fail("--channels must be a whole number 1…64, not '\(v)'", status: 2) }
@@ -98,19 +106,36 @@ func parseOptions(_ args: [String]) -> Options {
     return o
 }
 
-// Signals only set a flag; the main loop acts on it.
+// Signals only set a flag; the main loop acts on it. A second signal while quitting (say, a
+// close that hangs on a wedged server) ends the process at once.
 let quitSignal = Atomic<Int32>(0)
+let exitStatusOnAlarm = Atomic<Int32>(0)
+
+// With fd 0, 1 or 2 closed, the next file opened (libjack opens several) would take its number
+// and be read as commands or written to. Park them on /dev/null first.
+for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(fd, F_GETFD) == -1 {
+    let null = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+    if null >= 0 && null != fd { dup2(null, fd); close(null) }
+}
 
 let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
-// A parent may have left these blocked (the mask survives exec); a monitor must hear them.
+// SIGINT, SIGTERM, SIGHUP (terminal closed) and SIGQUIT (Ctrl-\\) all quit cleanly. A parent may
+// have left them blocked (the mask survives exec); a monitor must hear them.
 var quitSignals = sigset_t()
 sigemptyset(&quitSignals)
-sigaddset(&quitSignals, SIGINT)
-sigaddset(&quitSignals, SIGTERM)
+for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
+    sigaddset(&quitSignals, sig)
+    signal(sig) { sig in
+        if quitSignal.exchange(sig, ordering: .relaxed) != 0 { _exit(128 + sig) }
+    }
+}
 pthread_sigmask(SIG_UNBLOCK, &quitSignals, nil)
-signal(SIGINT) { sig in quitSignal.store(sig, ordering: .relaxed) }
-signal(SIGTERM) { sig in quitSignal.store(sig, ordering: .relaxed) }
+signal(SIGALRM) { _ in _exit(exitStatusOnAlarm.load(ordering: .relaxed)) }
 signal(SIGPIPE, SIG_IGN)
+// Started in the background of a shell: touching the terminal must not stop the process (a
+// stopped JACK client stalls the whole server). Such calls fail instead, and keys stay off.
+signal(SIGTTOU, SIG_IGN)
+signal(SIGTTIN, SIG_IGN)
 
 // The graph.
 let graph = AudioGraph()
@@ -122,8 +147,6 @@ do {
     let gateNode = try graph.addNode(gate)
     let mixerNode = try graph.addNode(mixer)
     try io.setInputEnabled(true)
-    let stereo = try StreamFormat.float32(sampleRate: 48_000, channels: UInt32(options.channels))
-    try mixer.setStreamFormat(stereo, scope: .output, element: 0)
     gate.isMuted = options.muted
     var head = ioNode
     if options.lowpass != nil {
@@ -148,11 +171,23 @@ let driver: JACKDriver
 do {
     driver = try JACKDriver(graph: graph, options: driverOptions)
 } catch {
+    if case .invalidClientName = error { fail("\(error)", status: 2) }
     fail("\(error)")
+}
+do {
+    // The mixer's output carries the channel count; its rate is the server's.
+    let format = try StreamFormat.float32(sampleRate: Double(driver.sampleRate), channels: UInt32(options.channels))
+    try mixer.setStreamFormat(format, scope: .output, element: 0)
+} catch {
+    driver.close()
+    fail("could not set the mixer format: \(error)")
 }
 if let hz = options.lowpass, let filter = graph.nodes.lazy.compactMap({ try? graph.nodeInfo($0) as? LowPassFilterUnit }).first {
     let nyquist = Float(driver.sampleRate) / 2
-    guard hz >= 10, hz <= nyquist else { driver.close(); fail("--lowpass \(hz) Hz is outside 10…\(nyquist) Hz at \(driver.sampleRate) Hz") }
+    guard hz >= 10, hz <= nyquist else {
+        driver.close()
+        fail("--lowpass \(hz) Hz is outside 10…\(nyquist) Hz at the server's \(driver.sampleRate) Hz", status: 2)
+    }
     do { try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, hz, scope: .global) } catch { driver.close(); fail("\(error)") }
 }
 do {
@@ -178,16 +213,24 @@ do {
 say("graphthru: client '\(driver.clientName)' on JACK server '\(options.server ?? driver.serverDescription)', \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
 say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
 
-// Control: keys in a terminal, lines otherwise.
+// Control: keys in a terminal, lines otherwise. Keys need the terminal in the foreground: a
+// graphthru started with `&` leaves the terminal alone (control it with signals) until `fg`.
 let interactive = isatty(STDIN_FILENO) == 1
 var savedTerminal = termios()
-if interactive {
-    tcgetattr(STDIN_FILENO, &savedTerminal)
+var keyMode = false
+func inForeground() -> Bool { tcgetpgrp(STDIN_FILENO) == getpgrp() }
+@MainActor func enterKeyModeIfForeground() {
+    guard interactive, !keyMode, inForeground(), tcgetattr(STDIN_FILENO, &savedTerminal) == 0 else { return }
     var raw = savedTerminal
     raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
-    tcsetattr(STDIN_FILENO, TCSANOW, &raw)
+    guard tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0 else { return }
+    keyMode = true
     say("graphthru: keys: m = toggle mute, q = quit")
 }
+@MainActor func leaveKeyMode() {
+    if keyMode { tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal); keyMode = false }
+}
+enterKeyModeIfForeground()
 
 func report() { say("mute: \(gate.isMuted ? "on" : "off")") }
 func setMuted(_ muted: Bool) {
@@ -231,12 +274,17 @@ while running {
         break
     }
     if !stdinOpen { usleep(50_000); continue }
+    if interactive {
+        enterKeyModeIfForeground()
+        if !keyMode { usleep(50_000); continue }  // in the background: do not read the terminal
+    }
     var fds = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
     let ready = poll(&fds, 1, 50)
     if ready <= 0 { continue }
     let n = read(STDIN_FILENO, &buffer, buffer.count)
     if n <= 0 {
         if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+        if n < 0 && interactive && errno == EIO { leaveKeyMode(); continue }  // sent to the background
         stdinOpen = false          // end of input is not a quit
         if !line.isEmpty { running = handleLine(String(decoding: line, as: UTF8.self)); line = [] }
         continue
@@ -257,8 +305,12 @@ while running {
     }
 }
 
-if interactive { tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal) }
+leaveKeyMode()
 let xruns = driver.xrunCount
+// Closing talks to the server; if it is wedged, give up after 2 s rather than hang.
+exitStatusOnAlarm.store(exitStatus, ordering: .relaxed)
+alarm(2)
 driver.close()
+alarm(0)
 say("graphthru: stopped; \(xruns) xrun(s)")
 exit(exitStatus)

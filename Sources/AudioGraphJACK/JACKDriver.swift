@@ -140,10 +140,8 @@ public final class JACKDriver: @unchecked Sendable {
     /// - Thread: control thread; allocates.
     public init(graph: AudioGraph, options: Options = Options()) throws(JACKDriverError) {
         let name = options.clientName
-        guard !name.isEmpty else { throw .invalidClientName(name, reason: "it is empty") }
-        let limit = Int(jack_client_name_size()) - 1
-        guard name.utf8.count <= limit else { throw .invalidClientName(name, reason: "JACK allows at most \(limit) bytes") }
-        guard name.utf8.allSatisfy({ $0 != UInt8(ascii: ":") }) else { throw .invalidClientName(name, reason: "':' separates client and port names") }
+        if let reason = JACKDriver.problem(withClientName: name) { throw .invalidClientName(name, reason: reason) }
+        if let server = options.serverName, server.isEmpty { throw .serverNotRunning(server: server) }
         for n in [options.inputChannels, options.outputChannels] where n < 1 || n > 64 { throw .invalidChannelCount(n) }
         guard let io = graph.nodes.lazy.compactMap({ try? graph.nodeInfo($0) as? IOUnit }).first else {
             throw .graph(AudioUnitError.outputNodeErr.rawValue)
@@ -153,25 +151,17 @@ public final class JACKDriver: @unchecked Sendable {
         if !options.startServer { raw |= JackNoStartServer.rawValue }
         if options.useExactName { raw |= JackUseExactName.rawValue }
         if options.serverName != nil { raw |= JackServerName.rawValue }
-        // libjack prints several lines for a missing server; our error says it in one.
-        jack_set_error_function { _ in }
-        jack_set_info_function { _ in }
-        defer {
-            jack_set_error_function { message in
-                guard let message else { return }
-                let line = "jack: " + String(cString: message) + "\n"
-                _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-            }
-        }
+        JACKDriver.routeLibjackMessages()
         var status = jack_status_t(rawValue: 0)
         let opened: OpaquePointer? = options.serverName.withOptionalCString { server in
             audiograph_jack_client_open(name, jack_options_t(rawValue: raw), &status, server)
         }
         guard let client = opened else {
-            if status.rawValue & JackServerFailed.rawValue != 0 || status.rawValue & JackServerError.rawValue != 0 {
+            // JackServerFailed: nothing answered. JackServerError alone: a server answered and refused.
+            if status.rawValue & JackServerFailed.rawValue != 0 {
                 throw .serverNotRunning(server: options.serverName ?? Self.environmentServer)
             }
-            if options.useExactName && status.rawValue & JackNameNotUnique.rawValue != 0 {
+            if status.rawValue & JackNameNotUnique.rawValue != 0 {
                 throw .invalidClientName(name, reason: "a client of that name is already connected")
             }
             throw .clientOpenFailed(status: status.rawValue)
@@ -250,6 +240,39 @@ public final class JACKDriver: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// The longest client name jack2 accepts, in bytes: its `JACK_CLIENT_NAME_SIZE` is 64
+    /// including the terminating NUL (measured on jack2 1.9.21, whose `jack_client_name_size()`
+    /// reports one more).
+    public static let maximumClientNameLength = 63
+
+    /// Why JACK would refuse `name` as a client name, or nil when it is acceptable: 1…63 bytes,
+    /// no `:` (it separates client and port in full port names).
+    /// Thread: any.
+    public static func problem(withClientName name: String) -> String? {
+        if name.isEmpty { return "it is empty" }
+        if name.utf8.count > maximumClientNameLength { return "JACK allows at most \(maximumClientNameLength) bytes, this has \(name.utf8.count)" }
+        if name.utf8.contains(UInt8(ascii: ":")) { return "':' separates client and port names" }
+        return nil
+    }
+
+    /// libjack prints its own diagnostics (several lines for a missing server, socket errors
+    /// when the server dies) around ours, which already say what happened. They are silenced
+    /// unless `AUDIOGRAPH_JACK_VERBOSE=1` is set, which prints them as `jack: …` lines.
+    static func routeLibjackMessages() {
+        if let verbose = getenv("AUDIOGRAPH_JACK_VERBOSE"), String(cString: verbose) == "1" {
+            let printer: @convention(c) (UnsafePointer<CChar>?) -> Void = { message in
+                guard let message else { return }
+                let line = "jack: " + String(cString: message) + "\n"
+                _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+            }
+            jack_set_error_function(printer)
+            jack_set_info_function(printer)
+        } else {
+            jack_set_error_function { _ in }
+            jack_set_info_function { _ in }
+        }
+    }
 
     private static var environmentServer: String? {
         guard let value = getenv("JACK_DEFAULT_SERVER") else { return nil }

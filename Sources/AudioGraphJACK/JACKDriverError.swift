@@ -6,7 +6,8 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     case serverNotRunning(server: String?)
     /// `jack_client_open` failed for another reason; `status` is the `jack_status_t` bit set.
     case clientOpenFailed(status: UInt32)
-    /// The client name is empty, too long for JACK (over 63 bytes) or, with exact naming, in use.
+    /// The client name is empty, too long for JACK (over ``JACKDriver/maximumClientNameLength`` = 63 bytes),
+    /// contains `:`, or (with exact naming) is in use.
     case invalidClientName(String, reason: String)
     /// `jack_port_register` failed for this port name.
     case portRegistrationFailed(String)
@@ -29,11 +30,13 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     /// What went wrong and what to do.
     public var description: String {
         switch self {
+        case .serverNotRunning(let server) where server?.isEmpty == true:
+            return "a JACK server name cannot be empty; omit it to use $JACK_DEFAULT_SERVER or \"default\""
         case .serverNotRunning(let server):
             let name = server ?? "default"
             return "no JACK server named '\(name)' is running; start one with `jackd -d alsa` (sound card) or `jackd --no-realtime -n \(name) -d dummy -r 48000 -p 256` (no sound card)"
         case .clientOpenFailed(let status):
-            return "could not open a JACK client (jack_status_t 0x\(String(status, radix: 16))); check that the server is healthy (jack_lsp)"
+            return "the JACK server refused the client (jack_status_t 0x\(String(status, radix: 16))): if the name is taken and too long to make unique, choose another; otherwise check the server with `jack_lsp`"
         case .invalidClientName(let name, let reason):
             return "invalid JACK client name '\(name)': \(reason)"
         case .portRegistrationFailed(let name):

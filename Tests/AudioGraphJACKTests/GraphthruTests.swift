@@ -1,133 +1,167 @@
 import Foundation
 import Testing
 
-/// The graphthru tool as a user runs it, against a real jackd.
-@Suite("graphthru against a real jackd", .serialized)
-struct GraphthruTests {
-    let server = TestServer.shared
+extension JACKIntegration {
+    /// The graphthru tool as a user runs it, against a real jackd.
+    @Suite("graphthru against a real jackd")
+    struct GraphthruTests {
+        let server = TestServer.shared
 
-    @Test func speechIsBitExactThenMuteIsSilentThenQuitExitsZero() throws {
-        let name = "gt-test-\(getpid())"
-        let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
-        #expect(tool.waitFor("mute: off"), "startup: \(tool.stdout) \(tool.stderr)")
-        let speech = Speech.load().samples
-        let probe = ProbeClient(server: server, name: "probe-gt", play: speech, captureFrames: speech.count + 8192)
-        probe.connect("\(probe.name):out", "\(name):in_1")
-        probe.connect("\(name):out_1", "\(probe.name):in")
+        @Test func speechIsBitExactThenMuteIsSilentThenQuitExitsZero() throws {
+            let name = "gt-test-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("mute: off"), "startup: \(tool.stdout) \(tool.stderr)")
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-gt", play: speech, captureFrames: speech.count + 8192)
+            probe.connect("\(probe.name):out", "\(name):in_1")
+            probe.connect("\(name):out_1", "\(probe.name):in")
 
-        let captured = probe.run()
-        #expect(exactDelay(of: speech, in: captured) != nil, "real speech through graphthru is bit-exact")
+            let captured = probe.run()
+            #expect(exactDelay(of: speech, in: captured) != nil, "real speech through graphthru is bit-exact")
 
-        tool.send("mute")
-        #expect(tool.waitFor("mute: on"))
-        usleep(100_000)
-        let muted = probe.run()
-        #expect(muted.allSatisfy { $0 == 0 }, "silent after mute; peak \(muted.map(abs).max() ?? 0)")
-
-        tool.send("toggle")
-        #expect(tool.waitFor("mute: off", count: 2))
-        usleep(100_000)
-        #expect(exactDelay(of: speech, in: probe.run()) != nil, "bit-exact again after unmute")
-
-        tool.send("quit")
-        #expect(tool.waitForExit() == 0)
-        #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
-    }
-
-    @Test func muteDoesNotClick() throws {
-        let name = "gt-click-\(getpid())"
-        let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
-        #expect(tool.waitFor("mute: off"))
-        // A constant full-scale signal: the output while muting is the gain curve.
-        let dc = [Float](repeating: 1, count: 48_000)
-        let probe = ProbeClient(server: server, name: "probe-click", play: dc, captureFrames: 48_000)
-        probe.connect("\(probe.name):out", "\(name):in_1")
-        probe.connect("\(name):out_1", "\(probe.name):in")
-        probe.state.position.store(0, ordering: .relaxed)
-        probe.state.armed.store(true, ordering: .releasing)
-        usleep(300_000)
-        tool.send("mute")
-        #expect(tool.waitFor("mute: on"))
-        let deadline = Date().addingTimeInterval(10)
-        while probe.state.position.load(ordering: .acquiring) < 48_000 && Date() < deadline { usleep(10_000) }
-        let out = Array(probe.state.capture)
-        var maxStep: Float = 0
-        for i in 1..<out.count where out[i - 1] != 0 || out[i] != 0 {
-            if out[i - 1] == 0 && i > 1 && out[i - 2] == 0 { continue }  // the signal's own start
-            maxStep = max(maxStep, abs(out[i] - out[i - 1]))
-        }
-        let start = out.firstIndex(of: 1) ?? 0
-        #expect(out.last == 0, "muted by the end")
-        #expect(out[start...].dropFirst().contains { $0 > 0 && $0 < 1 }, "a ramp, not a jump")
-        var largestFall: Float = 0
-        for i in (start + 1)..<out.count { largestFall = max(largestFall, out[i - 1] - out[i]) }
-        #expect(largestFall <= 1 / 480 + 1e-6, "largest drop per sample \(largestFall) (10 ms ramp allows \(1.0 / 480))")
-        tool.send("quit")
-        #expect(tool.waitForExit() == 0)
-    }
-
-    @Test func sigtermAndSigintQuitCleanlyAndEndOfInputDoesNot() throws {
-        for signal in [SIGTERM, SIGINT] {
-            let tool = try GraphthruProcess(["--name", "gt-sig-\(signal)", "--no-autoconnect", "--muted"], server: server)
+            tool.send("mute")
             #expect(tool.waitFor("mute: on"))
-            try tool.stdin.fileHandleForWriting.close()  // end of input is not a quit
+            usleep(100_000)
+            let muted = probe.run()
+            #expect(muted.allSatisfy { $0 == 0 }, "silent after mute; peak \(muted.map(abs).max() ?? 0)")
+
+            tool.send("toggle")
+            #expect(tool.waitFor("mute: off", count: 2))
+            usleep(100_000)
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "bit-exact again after unmute")
+
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
+        }
+
+        @Test func muteDoesNotClick() throws {
+            let name = "gt-click-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("mute: off"))
+            // A constant full-scale signal: the output while muting is the gain curve.
+            let dc = [Float](repeating: 1, count: 48_000)
+            let probe = ProbeClient(server: server, name: "probe-click", play: dc, captureFrames: 48_000)
+            probe.connect("\(probe.name):out", "\(name):in_1")
+            probe.connect("\(name):out_1", "\(probe.name):in")
+            probe.state.position.store(0, ordering: .relaxed)
+            probe.state.armed.store(true, ordering: .releasing)
             usleep(300_000)
-            #expect(tool.process.isRunning)
-            kill(tool.process.processIdentifier, signal)
+            tool.send("mute")
+            #expect(tool.waitFor("mute: on"))
+            let deadline = Date().addingTimeInterval(10)
+            while probe.state.position.load(ordering: .acquiring) < 48_000 && Date() < deadline { usleep(10_000) }
+            let out = Array(probe.state.capture)
+            var maxStep: Float = 0
+            for i in 1..<out.count where out[i - 1] != 0 || out[i] != 0 {
+                if out[i - 1] == 0 && i > 1 && out[i - 2] == 0 { continue }  // the signal's own start
+                maxStep = max(maxStep, abs(out[i] - out[i - 1]))
+            }
+            let start = out.firstIndex(of: 1) ?? 0
+            #expect(out.last == 0, "muted by the end")
+            #expect(out[start...].dropFirst().contains { $0 > 0 && $0 < 1 }, "a ramp, not a jump")
+            var largestFall: Float = 0
+            for i in (start + 1)..<out.count { largestFall = max(largestFall, out[i - 1] - out[i]) }
+            #expect(largestFall <= 1 / 480 + 1e-6, "largest drop per sample \(largestFall) (10 ms ramp allows \(1.0 / 480))")
+            tool.send("quit")
             #expect(tool.waitForExit() == 0)
         }
-    }
 
-    @Test func noServerIsOneLineAndNonZero() throws {
-        let tool = try GraphthruProcess(["--name", "gt-none"], server: "no-such-server-\(getpid())")
-        let status = tool.waitForExit()
-        #expect(status != nil && status != 0)
-        let lines = tool.stderr.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains("jackd"), "stderr: \(tool.stderr)")
-    }
+        @Test func signalsQuitCleanlyAndEndOfInputDoesNot() throws {
+            for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT] {
+                let tool = try GraphthruProcess(["--name", "gt-sig-\(signal)", "--no-autoconnect", "--muted"], server: server)
+                #expect(tool.waitFor("mute: on"))
+                try tool.stdin.fileHandleForWriting.close()  // end of input is not a quit
+                usleep(300_000)
+                #expect(tool.process.isRunning)
+                kill(tool.process.processIdentifier, signal)
+                #expect(tool.waitForExit() == 0, "signal \(signal)")
+                #expect(tool.stdout.contains("stopped"))
+            }
+        }
 
-    @Test(arguments: [["--channels", "0"], ["--channels", "x"], ["--lowpass", "-5"], ["--bogus"], ["--name"]])
-    func badOptionsAreRefusedWithStatus2(_ arguments: [String]) throws {
-        let tool = try GraphthruProcess(arguments, server: server)
-        #expect(tool.waitForExit() == 2)
-        #expect(!tool.stderr.isEmpty)
-    }
+        @Test func noServerIsOneLineAndNonZero() throws {
+            let tool = try GraphthruProcess(["--name", "gt-none"], server: "no-such-server-\(getpid())")
+            let status = tool.waitForExit()
+            #expect(status != nil && status != 0)
+            let lines = tool.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("jackd"), "stderr: \(tool.stderr)")
+        }
 
-    @Test func lowpassOutsideTheRangeIsRefused() throws {
-        let tool = try GraphthruProcess(["--name", "gt-lp", "--lowpass", "30000"], server: server)
-        #expect(tool.waitForExit() == 1)
-        #expect(tool.stderr.contains("outside"), "stderr: \(tool.stderr)")
-    }
+        @Test(arguments: [["--channels", "0"], ["--channels", "x"], ["--lowpass", "-5"], ["--bogus"], ["--name"], ["--server", ""]])
+        func badOptionsAreRefusedWithStatus2(_ arguments: [String]) throws {
+            let tool = try GraphthruProcess(arguments, server: server)
+            #expect(tool.waitForExit() == 2)
+            #expect(!tool.stderr.isEmpty)
+        }
 
-    @Test func lowpassFiltersAndNamedPortsAreConnected() throws {
-        let name = "gt-lowpass-\(getpid())"
-        let probeName = "probe-lp"
-        // Connect by --input/--output: the probe must exist first.
-        let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 8000 * Double($0) / 48_000)) }
-        let probe = ProbeClient(server: server, name: probeName, play: tone, captureFrames: 48_000)
-        let tool = try GraphthruProcess(["--name", name, "--lowpass", "500", "--channels", "1",
-                                         "--input", "\(probe.name):out", "--output", "\(probe.name):in"], server: server)
-        #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
-        #expect(tool.stdout.contains("low-pass 500"))
-        let out = probe.run()
-        let tail = out[24_000...]
-        let rmsOut = (tail.reduce(0.0) { $0 + Double($1 * $1) } / Double(tail.count)).squareRoot()
-        let gain = 20 * log10(rmsOut / (0.5 / 2.0.squareRoot()))
-        // Second order at 500 Hz: 8 kHz is 4 octaves up, about −48 dB.
-        #expect(gain < -40, "8 kHz through a 500 Hz low-pass: \(gain) dB")
-        tool.send("quit")
-        #expect(tool.waitForExit() == 0)
-    }
+        @Test func lowpassOutsideTheRangeIsRefused() throws {
+            let tool = try GraphthruProcess(["--name", "gt-lp", "--lowpass", "30000"], server: server)
+            #expect(tool.waitForExit() == 2)
+            #expect(tool.stderr.contains("outside 10…24000"), "stderr: \(tool.stderr)")
+        }
 
-    @Test func serverDeathMakesItExitNonZeroWithAMessage() throws {
-        let doomed = try PrivateServer(name: "audiograph-doomed-\(getpid())")
-        let tool = try GraphthruProcess(["--name", "gt-doomed"], server: doomed.name)
-        #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
-        // SIGTERM: jackd shuts down as when an administrator stops it. (A SIGKILLed jackd leaves
-        // its slot in jack2's 8-entry server registry behind, which would starve later runs.)
-        doomed.kill(signal: SIGTERM)
-        let status = tool.waitForExit(timeout: 5)
-        #expect(status != nil && status != 0, "status \(String(describing: status))")
-        #expect(tool.stderr.contains("shut down"), "stderr: \(tool.stderr)")
+        @Test(arguments: [String(repeating: "n", count: 64), "", "a:b"])
+        func namesJACKCannotTakeAreRefusedWithStatus2(_ name: String) throws {
+            let tool = try GraphthruProcess(["--name", name], server: server)
+            #expect(tool.waitForExit() == 2)
+            #expect(tool.stderr.split(separator: "\n").count == 1 && tool.stderr.contains("--name"), "stderr: \(tool.stderr)")
+        }
+
+        @Test func theLongestNameJACKTakesWorks() throws {
+            let name = String(repeating: "g", count: 63)
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("mute: off"), "stderr: \(tool.stderr)")
+            #expect(tool.stdout.contains("client '\(name)'"))
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+        }
+
+        @Test func followsTheServerSampleRate() throws {
+            let own = try PrivateServer(name: "audiograph-44k-\(getpid())", sampleRate: 44_100)
+            defer { own.stop() }
+            let tool = try GraphthruProcess(["--name", "gt-44k", "--no-autoconnect"], server: own.name)
+            #expect(tool.waitFor("mute: off"), "stderr: \(tool.stderr)")
+            #expect(tool.stdout.contains("44100 Hz"))
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: own.name, name: "probe-44k", play: speech, captureFrames: speech.count + 8192)
+            probe.connect("\(probe.name):out", "gt-44k:in_1")
+            probe.connect("gt-44k:out_1", "\(probe.name):in")
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "bit-exact at 44.1 kHz too")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+        }
+
+        @Test func lowpassFiltersAndNamedPortsAreConnected() throws {
+            let name = "gt-lowpass-\(getpid())"
+            let probeName = "probe-lp"
+            // Connect by --input/--output: the probe must exist first.
+            let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 8000 * Double($0) / 48_000)) }
+            let probe = ProbeClient(server: server, name: probeName, play: tone, captureFrames: 48_000)
+            let tool = try GraphthruProcess(["--name", name, "--lowpass", "500", "--channels", "1",
+                                             "--input", "\(probe.name):out", "--output", "\(probe.name):in"], server: server)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            #expect(tool.stdout.contains("low-pass 500"))
+            let out = probe.run()
+            let tail = out[24_000...]
+            let rmsOut = (tail.reduce(0.0) { $0 + Double($1 * $1) } / Double(tail.count)).squareRoot()
+            let gain = 20 * log10(rmsOut / (0.5 / 2.0.squareRoot()))
+            // Second order at 500 Hz: 8 kHz is 4 octaves up, about −48 dB.
+            #expect(gain < -40, "8 kHz through a 500 Hz low-pass: \(gain) dB")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+        }
+
+        @Test func serverDeathMakesItExitNonZeroWithAMessage() throws {
+            let doomed = try PrivateServer(name: "audiograph-doomed-\(getpid())")
+            let tool = try GraphthruProcess(["--name", "gt-doomed"], server: doomed.name)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            // SIGTERM: jackd shuts down as when an administrator stops it. (A SIGKILLed jackd leaves
+            // its slot in jack2's 8-entry server registry behind, which would starve later runs.)
+            doomed.kill(signal: SIGTERM)
+            let status = tool.waitForExit(timeout: 5)
+            #expect(status != nil && status != 0, "status \(String(describing: status))")
+            #expect(tool.stderr.contains("shut down"), "stderr: \(tool.stderr)")
+        }
     }
 }

@@ -4,126 +4,128 @@ import CJack
 import Foundation
 import Testing
 
-/// The library's JACK driver in this process, against a real jackd (dummy driver).
-@Suite("JACK driver against a real jackd", .serialized)
-struct JACKDriverTests {
-    let server = TestServer.shared
+extension JACKIntegration {
+    /// The library's JACK driver in this process, against a real jackd (dummy driver).
+    @Suite("JACK driver against a real jackd")
+    struct JACKDriverTests {
+        let server = TestServer.shared
 
-    func makeChain(name: String, channels: Int = 2, server: String? = nil) throws -> (AudioGraph, MuteGateUnit, JACKDriver) {
-        let graph = AudioGraph()
-        let io = IOUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 1)
-        let ioNode = try graph.addNode(io), gateNode = try graph.addNode(gate), mixerNode = try graph.addNode(mixer)
-        try io.setInputEnabled(true)
-        try mixer.setStreamFormat(try .float32(sampleRate: 48_000, channels: UInt32(channels)), scope: .output, element: 0)
-        try graph.connectNodeInput(ioNode, sourceOutputElement: 1, gateNode, destinationInputElement: 0)
-        try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
-        try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
-        var options = JACKDriver.Options()
-        options.clientName = name
-        options.serverName = server ?? self.server
-        options.inputChannels = channels
-        options.outputChannels = channels
-        let driver = try JACKDriver(graph: graph, options: options)
-        return (graph, gate, driver)
-    }
-
-    @Test func speechPassesBitExactAndMutesToSilence() throws {
-        let (_, gate, driver) = try makeChain(name: "ag-driver-test")
-        defer { driver.close() }
-        try driver.start()
-        #expect(driver.sampleRate == 48_000)
-        #expect(driver.inputPortNames == ["ag-driver-test:in_1", "ag-driver-test:in_2"])
-        let speech = Speech.load().samples
-        let probe = ProbeClient(server: server, name: "probe-lib", play: speech, captureFrames: speech.count + 8192)
-        probe.connect("\(probe.name):out", driver.inputPortNames[0])
-        probe.connect(driver.outputPortNames[0], "\(probe.name):in")
-
-        let captured = probe.run()
-        let delay = exactDelay(of: speech, in: captured)
-        #expect(delay != nil, "speech came back bit-exact")
-        if let delay { #expect(delay % driver.bufferSize == 0, "delay \(delay) is whole JACK cycles") }
-
-        gate.isMuted = true
-        usleep(100_000)  // > the 10 ms ramp
-        let muted = probe.run()
-        #expect(muted.allSatisfy { $0 == 0 }, "muted output is exact silence; peak \(muted.map(abs).max() ?? 0)")
-        #expect(driver.processCycleCount > 0)
-    }
-
-    @Test func periodChangesAreFollowedWithoutLosingBitExactness() throws {
-        // A server of its own: changing the period must not disturb the other tests.
-        let own = try PrivateServer(name: "audiograph-bufsize-\(getpid())")
-        defer { own.stop() }
-        let (_, _, driver) = try makeChain(name: "ag-bufsize", server: own.name)
-        defer { driver.close() }
-        try driver.start()
-        let speech = Speech.load().samples
-        let probe = ProbeClient(server: own.name, name: "probe-bufsize", play: speech, captureFrames: speech.count + 16_384)
-        probe.connect("\(probe.name):out", driver.inputPortNames[0])
-        probe.connect(driver.outputPortNames[0], "\(probe.name):in")
-        // 4096 is longer than MaximumFramesPerSlice (1024): the graph renders it as four slices.
-        for period in [1024, 4096, 64, 512, 256] {
-            #expect(jack_set_buffer_size(probe.client, jack_nframes_t(period)) == 0)
-            let deadline = Date().addingTimeInterval(5)
-            while driver.bufferSize != period && Date() < deadline { usleep(10_000) }
-            #expect(driver.bufferSize == period, "the buffer-size callback reported \(driver.bufferSize)")
-            #expect(exactDelay(of: speech, in: probe.run(), maxDelay: 16_384) != nil, "bit-exact at period \(period)")
+        func makeChain(name: String, channels: Int = 2, server: String? = nil) throws -> (AudioGraph, MuteGateUnit, JACKDriver) {
+            let graph = AudioGraph()
+            let io = IOUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 1)
+            let ioNode = try graph.addNode(io), gateNode = try graph.addNode(gate), mixerNode = try graph.addNode(mixer)
+            try io.setInputEnabled(true)
+            try mixer.setStreamFormat(try .float32(sampleRate: 48_000, channels: UInt32(channels)), scope: .output, element: 0)
+            try graph.connectNodeInput(ioNode, sourceOutputElement: 1, gateNode, destinationInputElement: 0)
+            try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
+            try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            var options = JACKDriver.Options()
+            options.clientName = name
+            options.serverName = server ?? self.server
+            options.inputChannels = channels
+            options.outputChannels = channels
+            let driver = try JACKDriver(graph: graph, options: options)
+            return (graph, gate, driver)
         }
-    }
 
-    @Test func noServerIsAClearTypedError() {
-        let graph = AudioGraph()
-        _ = try? graph.addNode(IOUnit())
-        var options = JACKDriver.Options()
-        options.serverName = "no-such-server-\(getpid())"
-        #expect(throws: JACKDriverError.serverNotRunning(server: options.serverName)) {
-            try JACKDriver(graph: graph, options: options)
+        @Test func speechPassesBitExactAndMutesToSilence() throws {
+            let (_, gate, driver) = try makeChain(name: "ag-driver-test")
+            defer { driver.close() }
+            try driver.start()
+            #expect(driver.sampleRate == 48_000)
+            #expect(driver.inputPortNames == ["ag-driver-test:in_1", "ag-driver-test:in_2"])
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-lib", play: speech, captureFrames: speech.count + 8192)
+            probe.connect("\(probe.name):out", driver.inputPortNames[0])
+            probe.connect(driver.outputPortNames[0], "\(probe.name):in")
+
+            let captured = probe.run()
+            let delay = exactDelay(of: speech, in: captured)
+            #expect(delay != nil, "speech came back bit-exact")
+            if let delay { #expect(delay % driver.bufferSize == 0, "delay \(delay) is whole JACK cycles") }
+
+            gate.isMuted = true
+            usleep(100_000)  // > the 10 ms ramp
+            let muted = probe.run()
+            #expect(muted.allSatisfy { $0 == 0 }, "muted output is exact silence; peak \(muted.map(abs).max() ?? 0)")
+            #expect(driver.processCycleCount > 0)
         }
-        let message = JACKDriverError.serverNotRunning(server: "x").description
-        #expect(message.contains("jackd") && !message.contains("\n"))
-    }
 
-    @Test func badNamesAndCountsAreRefusedBeforeOpening() {
-        let graph = AudioGraph()
-        _ = try? graph.addNode(IOUnit())
-        var options = JACKDriver.Options()
-        options.serverName = server
-        options.clientName = String(repeating: "n", count: 200)
-        #expect(throws: JACKDriverError.self) { try JACKDriver(graph: graph, options: options) }
-        options.clientName = ""
-        #expect(throws: JACKDriverError.self) { try JACKDriver(graph: graph, options: options) }
-        options.clientName = "ok"
-        options.inputChannels = 0
-        #expect(throws: JACKDriverError.invalidChannelCount(0)) { try JACKDriver(graph: graph, options: options) }
-        options.inputChannels = 2
-        #expect(throws: JACKDriverError.graph(AudioUnitError.outputNodeErr.rawValue)) {
-            try JACKDriver(graph: AudioGraph(), options: options)
+        @Test func periodChangesAreFollowedWithoutLosingBitExactness() throws {
+            // A server of its own: changing the period must not disturb the other tests.
+            let own = try PrivateServer(name: "audiograph-bufsize-\(getpid())")
+            defer { own.stop() }
+            let (_, _, driver) = try makeChain(name: "ag-bufsize", server: own.name)
+            defer { driver.close() }
+            try driver.start()
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: own.name, name: "probe-bufsize", play: speech, captureFrames: speech.count + 16_384)
+            probe.connect("\(probe.name):out", driver.inputPortNames[0])
+            probe.connect(driver.outputPortNames[0], "\(probe.name):in")
+            // 4096 is longer than MaximumFramesPerSlice (1024): the graph renders it as four slices.
+            for period in [1024, 4096, 64, 512, 256] {
+                #expect(jack_set_buffer_size(probe.client, jack_nframes_t(period)) == 0)
+                let deadline = Date().addingTimeInterval(5)
+                while driver.bufferSize != period && Date() < deadline { usleep(10_000) }
+                #expect(driver.bufferSize == period, "the buffer-size callback reported \(driver.bufferSize)")
+                #expect(exactDelay(of: speech, in: probe.run(), maxDelay: 16_384) != nil, "bit-exact at period \(period)")
+            }
         }
-    }
 
-    @Test func takenNameGetsTheServersSuffixOrAnExactNameError() throws {
-        let (_, _, first) = try makeChain(name: "ag-dup")
-        defer { first.close() }
-        let (_, _, second) = try makeChain(name: "ag-dup")
-        defer { second.close() }
-        #expect(second.clientName != "ag-dup" && second.clientName.hasPrefix("ag-dup"))
-        #expect(second.inputPortNames[0] == "\(second.clientName):in_1")
+        @Test func noServerIsAClearTypedError() {
+            let graph = AudioGraph()
+            _ = try? graph.addNode(IOUnit())
+            var options = JACKDriver.Options()
+            options.serverName = "no-such-server-\(getpid())"
+            #expect(throws: JACKDriverError.serverNotRunning(server: options.serverName)) {
+                try JACKDriver(graph: graph, options: options)
+            }
+            let message = JACKDriverError.serverNotRunning(server: "x").description
+            #expect(message.contains("jackd") && !message.contains("\n"))
+        }
 
-        let graph = AudioGraph()
-        try graph.addNode(IOUnit())
-        var options = JACKDriver.Options()
-        options.clientName = "ag-dup"
-        options.serverName = server
-        options.useExactName = true
-        #expect(throws: JACKDriverError.self) { try JACKDriver(graph: graph, options: options) }
-    }
+        @Test func badNamesAndCountsAreRefusedBeforeOpening() {
+            let graph = AudioGraph()
+            _ = try? graph.addNode(IOUnit())
+            var options = JACKDriver.Options()
+            options.serverName = server
+            options.clientName = String(repeating: "n", count: 200)
+            #expect(throws: JACKDriverError.self) { try JACKDriver(graph: graph, options: options) }
+            options.clientName = ""
+            #expect(throws: JACKDriverError.self) { try JACKDriver(graph: graph, options: options) }
+            options.clientName = "ok"
+            options.inputChannels = 0
+            #expect(throws: JACKDriverError.invalidChannelCount(0)) { try JACKDriver(graph: graph, options: options) }
+            options.inputChannels = 2
+            #expect(throws: JACKDriverError.graph(AudioUnitError.outputNodeErr.rawValue)) {
+                try JACKDriver(graph: AudioGraph(), options: options)
+            }
+        }
 
-    @Test func connectingAMissingPortIsATypedError() throws {
-        let (_, _, driver) = try makeChain(name: "ag-connect-test")
-        defer { driver.close() }
-        try driver.start()
-        #expect(throws: JACKDriverError.portNotFound("nobody:out")) { try driver.connect("nobody:out", to: driver.inputPortNames[0]) }
-        let made = try driver.connectPhysicalPorts()
-        #expect(made.count == 4, "2 capture + 2 playback on the dummy driver: \(made)")
+        @Test func takenNameGetsTheServersSuffixOrAnExactNameError() throws {
+            let (_, _, first) = try makeChain(name: "ag-dup")
+            defer { first.close() }
+            let (_, _, second) = try makeChain(name: "ag-dup")
+            defer { second.close() }
+            #expect(second.clientName != "ag-dup" && second.clientName.hasPrefix("ag-dup"))
+            #expect(second.inputPortNames[0] == "\(second.clientName):in_1")
+
+            let graph = AudioGraph()
+            try graph.addNode(IOUnit())
+            var options = JACKDriver.Options()
+            options.clientName = "ag-dup"
+            options.serverName = server
+            options.useExactName = true
+            #expect(throws: JACKDriverError.self) { try JACKDriver(graph: graph, options: options) }
+        }
+
+        @Test func connectingAMissingPortIsATypedError() throws {
+            let (_, _, driver) = try makeChain(name: "ag-connect-test")
+            defer { driver.close() }
+            try driver.start()
+            #expect(throws: JACKDriverError.portNotFound("nobody:out")) { try driver.connect("nobody:out", to: driver.inputPortNames[0]) }
+            let made = try driver.connectPhysicalPorts()
+            #expect(made.count == 4, "2 capture + 2 playback on the dummy driver: \(made)")
+        }
     }
 }

@@ -2,6 +2,11 @@ import CJack
 import CSndFile
 import Foundation
 import Synchronization
+import Testing
+
+/// Every test that runs a JACK client. Serialized as a whole: on a 2-core machine, clients of
+/// several servers running at once starve each other into xruns.
+@Suite(.serialized) struct JACKIntegration {}
 
 /// A real jackd (dummy driver) for the tests: the one named in `$AUDIOGRAPH_TEST_JACK_SERVER`
 /// (started by scripts/test and .ci/run), or else one started here and stopped at exit.
@@ -37,7 +42,7 @@ enum TestServer {
     }
 }
 
-/// A jackd process with the dummy driver, 48 kHz, period 256, 2 capture and 2 playback ports.
+/// A jackd process with the dummy driver (48 kHz and period 256 unless told), 2 capture and 2 playback ports.
 final class PrivateServer: @unchecked Sendable {
     let name: String
     let process = Process()
@@ -46,10 +51,10 @@ final class PrivateServer: @unchecked Sendable {
     private let log = LockedText()
 
     /// Starts jackd and waits (up to 20 s) until a client can connect.
-    init(name: String, period: Int = 256) throws {
+    init(name: String, period: Int = 256, sampleRate: Int = 48_000) throws {
         self.name = name
         process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
-        process.arguments = ["--no-realtime", "-n", name, "-d", "dummy", "-r", "48000", "-p", "\(period)", "-C", "2", "-P", "2"]
+        process.arguments = ["--no-realtime", "-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)", "-C", "2", "-P", "2"]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -94,6 +99,7 @@ final class ProbeState: @unchecked Sendable {
     let capture: UnsafeMutableBufferPointer<Float>
     let position = Atomic<Int>(0)
     let armed = Atomic<Bool>(false)
+    let xruns = Atomic<Int>(0)
     var outPort: OpaquePointer?
     var inPort: OpaquePointer?
 
@@ -141,6 +147,10 @@ final class ProbeClient {
             s.position.store(pos + n, ordering: .releasing)
             return 0
         }, Unmanaged.passUnretained(state).toOpaque())
+        jack_set_xrun_callback(client, { arg in
+            Unmanaged<ProbeState>.fromOpaque(arg!).takeUnretainedValue().xruns.add(1, ordering: .relaxed)
+            return 0
+        }, Unmanaged.passUnretained(state).toOpaque())
         precondition(jack_activate(client) == 0)
     }
 
@@ -149,15 +159,21 @@ final class ProbeClient {
         precondition(code == 0 || code == EEXIST, "jack_connect \(source) → \(destination): \(code)")
     }
 
-    /// Plays and records until the capture buffer is full (or `timeout` seconds pass).
+    /// Plays and records until the capture buffer is full (or `timeout` seconds pass). An xrun
+    /// loses audio by JACK's design, whatever the clients do; a pass the server reported one in
+    /// is run again (3 passes at most), so the comparison is about our code, not the machine's load.
     func run(timeout: Double = 20) -> [Float] {
-        state.position.store(0, ordering: .relaxed)
-        state.capture.update(repeating: 0)
-        state.armed.store(true, ordering: .releasing)
-        let deadline = Date().addingTimeInterval(timeout)
-        while state.position.load(ordering: .acquiring) < state.capture.count && Date() < deadline { usleep(10_000) }
-        state.armed.store(false, ordering: .releasing)
-        usleep(20_000)
+        for _ in 0..<3 {
+            let xrunsBefore = state.xruns.load(ordering: .relaxed)
+            state.position.store(0, ordering: .relaxed)
+            state.capture.update(repeating: 0)
+            state.armed.store(true, ordering: .releasing)
+            let deadline = Date().addingTimeInterval(timeout)
+            while state.position.load(ordering: .acquiring) < state.capture.count && Date() < deadline { usleep(10_000) }
+            state.armed.store(false, ordering: .releasing)
+            usleep(20_000)
+            if state.xruns.load(ordering: .relaxed) == xrunsBefore { break }
+        }
         return Array(state.capture)
     }
 
@@ -208,8 +224,8 @@ final class GraphthruProcess: @unchecked Sendable {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("graphthru-test-\(UUID().uuidString)")
         outputURL = base.appendingPathExtension("out")
         errorURL = base.appendingPathExtension("err")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errorURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorURL.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: outputURL)
         process.standardError = try FileHandle(forWritingTo: errorURL)
         try process.run()

@@ -143,9 +143,8 @@ struct AudioGraphTests {
         let graph = AudioGraph()
         let io = try graph.addNode(IOUnit())
         let box = ErrorBox()
-        nonisolated(unsafe) let unsafeGraph = graph
         try graph.setNodeInputCallback(io, inputElement: 0) { _, _, _ in
-            do throws(AudioUnitError) { try unsafeGraph.clearConnections() } catch { box.set(error) }
+            do throws(AudioUnitError) { try graph.clearConnections() } catch { box.set(error) }
             return 0
         }
         let renderer = try OfflineRenderer(graph: graph)
