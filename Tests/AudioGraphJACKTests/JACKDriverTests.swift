@@ -68,7 +68,7 @@ extension JACKIntegration {
                 let deadline = Date().addingTimeInterval(5)
                 while driver.bufferSize != period && Date() < deadline { usleep(10_000) }
                 #expect(driver.bufferSize == period, "the buffer-size callback reported \(driver.bufferSize)")
-                #expect(exactDelay(of: speech, in: probe.run(), maxDelay: 16_384) != nil, "bit-exact at period \(period)")
+                #expect(exactDelay(of: speech, in: probe.run(), maxDelay: 16_384) != nil, "bit-exact at period \(period); xruns seen by the probe: \(probe.state.xruns.load(ordering: .relaxed)), by the driver: \(driver.xrunCount)")
             }
         }
 

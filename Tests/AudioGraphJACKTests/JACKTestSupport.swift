@@ -161,9 +161,9 @@ final class ProbeClient {
 
     /// Plays and records until the capture buffer is full (or `timeout` seconds pass). An xrun
     /// loses audio by JACK's design, whatever the clients do; a pass the server reported one in
-    /// is run again (3 passes at most), so the comparison is about our code, not the machine's load.
+    /// is run again (5 passes at most), so the comparison is about our code, not the machine's load.
     func run(timeout: Double = 20) -> [Float] {
-        for _ in 0..<3 {
+        for _ in 0..<5 {
             let xrunsBefore = state.xruns.load(ordering: .relaxed)
             state.position.store(0, ordering: .relaxed)
             state.capture.update(repeating: 0)
