@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "AudioGraphJACK", targets: ["AudioGraphJACK"]),
         .executable(name: "graphthru", targets: ["graphthru"]),
         .executable(name: "first-graph", targets: ["first-graph"]),
+        .executable(name: "graphbench", targets: ["graphbench"]),
     ],
     targets: [
         // libjack from Debian's libjack-jackd2-dev; a shim wraps the variadic jack_client_open.
@@ -46,6 +47,18 @@ let package = Package(
             name: "first-graph",
             dependencies: ["AudioGraph"],
             path: "Examples/FirstGraph"
+        ),
+        // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops.
+        .target(
+            name: "CReference",
+            path: "Sources/CReference",
+            cSettings: [.unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("m")]
+        ),
+        .executableTarget(
+            name: "graphbench",
+            dependencies: ["AudioGraph", "CReference"],
+            path: "Benchmarks/graphbench"
         ),
         .testTarget(
             name: "AudioGraphTests",

@@ -111,7 +111,9 @@ extension AudioGraph {
         // Allocation: nothing above allocated render memory, so a throw left no trace.
         let maxFrames = Int(([ioNode] + order).map { topology.nodes[$0]!.maximumFramesPerSlice }.min() ?? 1024)
         let resources = PlanResources()
-        let ioInputBuffers = resources.allocateChannels(Int(ioIn.channelsPerFrame), frames: maxFrames)
+        let ioInputOwned = resources.allocateChannels(Int(ioIn.channelsPerFrame), frames: maxFrames)
+        let ioInputBuffers = resources.allocate(UnsafeMutablePointer<Float>.self, count: Int(ioIn.channelsPerFrame))
+        ioInputBuffers.update(from: ioInputOwned, count: Int(ioIn.channelsPerFrame))
         var outputBuffers: [AUNode: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [ioNode: ioInputBuffers]
         var kernels: [AUNode: KernelStorage] = [:]
 
@@ -135,7 +137,9 @@ extension AudioGraph {
             let unit = topology.nodes[node]!
             let formats = resolved[node]!
             let outChannels = Int(formats.outputs[0].channelsPerFrame)
-            let output = resources.allocateChannels(outChannels, frames: maxFrames)
+            let ownedOutput = resources.allocateChannels(outChannels, frames: maxFrames)
+            let output = resources.allocate(UnsafeMutablePointer<Float>.self, count: outChannels)
+            output.update(from: ownedOutput, count: outChannels)
             outputBuffers[node] = output
             let inputChannels = formats.inputs.map { Int($0?.channelsPerFrame ?? 0) }
             let stateCount = unit.kernelStateCount(inputChannels: inputChannels, outputChannels: outChannels)
@@ -154,7 +158,8 @@ extension AudioGraph {
             }
             steps[index] = PlanStep(kind: unit.kernelKind, state: kernel.floats, parameters: unit.bank.values,
                                     inputs: inputs, inputCount: inputChannels.count,
-                                    output: output, outputChannelCount: outChannels, sampleRate: Float(rate))
+                                    output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
+                                    sampleRate: Float(rate))
         }
 
         var inputCallback: UnsafeMutableRawPointer?
@@ -167,7 +172,8 @@ extension AudioGraph {
         let plan = resources.allocate(RenderPlan.self, count: 1)
         plan.initialize(to: RenderPlan(
             steps: steps, stepCount: order.count, maxFrames: maxFrames, sampleRate: rate,
-            ioInput: ioInputBuffers, ioInputChannels: Int(ioIn.channelsPerFrame), ioInputEnabled: io.inputEnabled,
+            ioInput: ioInputBuffers, ioInputOwned: ioInputOwned, ioInputChannels: Int(ioIn.channelsPerFrame),
+            ioInputEnabled: io.inputEnabled,
             inputCallback: inputCallback,
             ioOutput: planInput(ioOutputKey, format: ioOutFormat), ioOutputEnabled: io.outputEnabled))
         resources.plan = plan

@@ -66,12 +66,13 @@ public struct GraphRenderContext: @unchecked Sendable {
                     s.sampleTime.store(time &+ UInt64(n), ordering: .relaxed)
                     offset += n
                 }
-                if errors != 0 { s.renderErrors.add(errors, ordering: .relaxed) }
+                // Single writer: a plain load and store, no locked read-modify-write.
+                if errors != 0 { s.renderErrors.store(s.renderErrors.load(ordering: .relaxed) &+ errors, ordering: .relaxed) }
             } else {
                 for c in 0..<outputChannelCount { output[c].update(repeating: 0, count: frameCount) }
             }
             s.hazard.store(nil, ordering: .releasing)
-            s.cycles.add(1, ordering: .releasing)
+            s.cycles.store(s.cycles.load(ordering: .relaxed) &+ 1, ordering: .releasing)
             s.renderThread.store(0, ordering: .relaxed)
         }
     }
@@ -84,18 +85,19 @@ public struct GraphRenderContext: @unchecked Sendable {
         let p = plan.pointee
         var errors: UInt64 = 0
         let timeStamp = AudioTimeStamp(sampleTime: sampleTime)
-        // 1. Device input into IO element 1.
+        // 1. IO element 1 reads the device's buffers in place (nothing writes to them), or silence.
         for c in 0..<p.ioInputChannels {
             if p.ioInputEnabled, let input, c < inputChannelCount {
-                copy(input[c] + offset, to: p.ioInput[c], frames: frames)
+                p.ioInput[c] = input[c] + offset
             } else {
+                p.ioInput[c] = p.ioInputOwned[c]
                 p.ioInput[c].update(repeating: 0, count: frames)
             }
         }
         if let box = p.inputCallback {
             let list = AudioBufferList(channelPointers: UnsafePointer(p.ioInput), channelCount: p.ioInputChannels, frameCount: frames)
             _unsafePerformance {
-                Unmanaged<CallbackBox>.fromOpaque(box).takeUnretainedValue().input?(timeStamp, list)
+                Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.input?(timeStamp, list) }
             }
         }
         // 2. Units in pull order.
@@ -104,6 +106,8 @@ public struct GraphRenderContext: @unchecked Sendable {
             for k in 0..<step.pointee.inputCount {
                 errors &+= pullCallback(step.pointee.inputs + k, frames: frames, timeStamp: timeStamp)
             }
+            let owned = step.pointee.ownedOutput, output = step.pointee.output
+            for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
             switch step.pointee.kind {
             case .mixer: MixerKernel.render(step, frames: frames)
             case .lowPass: LowPassKernel.render(step, frames: frames)
@@ -139,7 +143,7 @@ public struct GraphRenderContext: @unchecked Sendable {
         let list = AudioBufferList(channelPointers: UnsafePointer(channels), channelCount: count, frameCount: frames)
         let element = input.pointee.element
         let status = _unsafePerformance {
-            Unmanaged<CallbackBox>.fromOpaque(box).takeUnretainedValue().render?(timeStamp, element, list) ?? 0
+            Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.render?(timeStamp, element, list) ?? 0 }
         }
         if status != 0 {
             zero(channels, channels: count, frames: frames)

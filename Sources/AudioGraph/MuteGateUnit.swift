@@ -1,7 +1,7 @@
 /// A gain gate whose Mute parameter ramps the gain linearly, so toggling never clicks.
 ///
 /// Input and output have the same format (setting either sets both). Unmuted with the ramp
-/// finished, output is input bit for bit (gain exactly 1). Muted with the ramp finished, output
+/// finished, output is input bit for bit (its buffers are passed on without a copy). Muted with the ramp finished, output
 /// is exact zeros. While ramping, the gain moves by `1 / (RampTime × sampleRate)` per frame,
 /// so no sample step exceeds that fraction of full scale plus the signal's own step.
 /// Thread: parameters from any thread; properties from a control thread.
@@ -61,7 +61,8 @@ enum MuteGateKernel {
         let channels = min(s.inputs[0].channelCount, s.outputChannelCount)
         if gain == target {
             if target == 1 {
-                for c in 0..<channels { copy(input[c], to: out[c], frames: frames) }
+                // Unity: pass the input's buffers on instead of copying them.
+                for c in 0..<channels { out[c] = input[c] }
             } else {
                 zero(out, channels: channels, frames: frames)
             }

@@ -22,7 +22,13 @@ struct PlanStep {
     var parameters: UnsafeMutablePointer<Atomic<UInt32>>
     var inputs: UnsafeMutablePointer<PlanInput>
     var inputCount: Int
+    /// `[channel]` pointers consumers read. Reset to `ownedOutput` before the kernel runs; a
+    /// kernel that passes its input through unchanged may point them at its input's buffers
+    /// instead of copying (valid for the rest of the slice: every producer renders before its
+    /// consumers and only once).
     var output: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The step's own buffers, `maxFrames` floats per channel.
+    var ownedOutput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     var outputChannelCount: Int
     var sampleRate: Float
 }
@@ -34,8 +40,10 @@ struct RenderPlan {
     var stepCount: Int
     var maxFrames: Int
     var sampleRate: Double
-    // IO element 1 (device input) as the graph sees it.
+    // IO element 1 (device input) as the graph sees it: pointed at the device's buffers each
+    // slice (read-only for every consumer), or at `ioInputOwned` zeroed when input is off.
     var ioInput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var ioInputOwned: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     var ioInputChannels: Int
     var ioInputEnabled: Bool
     var inputCallback: UnsafeMutableRawPointer?
@@ -89,5 +97,5 @@ func zero(_ buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, channels
 
 @_noLocks @inline(__always)
 func copy(_ src: UnsafeMutablePointer<Float>, to dst: UnsafeMutablePointer<Float>, frames: Int) {
-    if src != dst { for f in 0..<frames { dst[f] = src[f] } }
+    if src != dst { UnsafeMutableRawPointer(dst).copyMemory(from: src, byteCount: frames &* MemoryLayout<Float>.stride) }
 }
