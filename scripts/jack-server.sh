@@ -1,5 +1,7 @@
 # Sourced by scripts: start a private jackd (dummy driver, no sound card needed) and stop it on exit.
 #   start_private_jackd NAME [PERIOD]   exports JACK_DEFAULT_SERVER=NAME
+# JACKD_REALTIME=1 asks for real-time scheduling (jackd -R); without the right to it, jackd
+# falls back to no real-time on its own terms, so callers check JACKD_MODE afterwards.
 start_private_jackd() {
     local name="$1" period="${2:-256}"
     # jack2 keeps a registry of at most 8 servers in /dev/shm; a jackd that died by SIGKILL leaves
@@ -8,7 +10,9 @@ start_private_jackd() {
         rm -f /dev/shm/jack-shm-registry /dev/shm/jack-[0-9]* /dev/shm/jack_* 2>/dev/null || true
     fi
     JACKD_LOG=$(mktemp "${TMPDIR:-/tmp}/jackd-$name.XXXXXX.log")
-    jackd --no-realtime -n "$name" -d dummy -r 48000 -p "$period" -C 2 -P 2 >"$JACKD_LOG" 2>&1 &
+    local mode="--no-realtime"
+    [ "${JACKD_REALTIME:-0}" = 1 ] && mode="-R"
+    jackd $mode -n "$name" -d dummy -r 48000 -p "$period" -C 2 -P 2 >"$JACKD_LOG" 2>&1 &
     JACKD_PID=$!
     trap 'stop_private_jackd' EXIT
     local tries=0
@@ -23,6 +27,7 @@ start_private_jackd() {
         return 1
     fi
     export JACK_DEFAULT_SERVER="$name"
+    if grep -q "starting in realtime mode" "$JACKD_LOG"; then JACKD_MODE=realtime; else JACKD_MODE=no-realtime; fi
 }
 
 stop_private_jackd() {
