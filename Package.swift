@@ -65,9 +65,15 @@ let package = Package(
             dependencies: ["AudioGraph"],
             path: "Tests/AudioGraphTests"
         ),
+        // Test support: counts allocations and lock calls on armed threads (interposes malloc).
+        .target(
+            name: "CAllocCounter",
+            path: "Tests/CAllocCounter",
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         .testTarget(
             name: "AudioGraphJACKTests",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "CJack", "CSndFile"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "CJack", "CSndFile", "CAllocCounter"],
             path: "Tests/AudioGraphJACKTests"
         ),
     ],

@@ -76,6 +76,12 @@ enum LowPassKernel {
         st[7] = sampleRate
     }
 
+    /// Denormals: a decaying recursive filter fed silence drifts into subnormal numbers, which
+    /// many CPUs process tens of times slower, and can hang there. State below 1e-30 (−600 dBFS)
+    /// is set to exact zero at the end of each slice, so silence in gives exact zeros out.
+    @_noLocks @inline(__always)
+    static func flush(_ x: Float) -> Float { abs(x) < 1e-30 ? 0 : x }
+
     @_noLocks
     static func render(_ step: UnsafeMutablePointer<PlanStep>, frames: Int) {
         let s = step.pointee
@@ -109,8 +115,8 @@ enum LowPassKernel {
                     dstA[f] = ya
                     dstB[f] = yb
                 }
-                za[0] = ax1; za[1] = ax2; za[2] = ay1; za[3] = ay2
-                zb[0] = bx1; zb[1] = bx2; zb[2] = by1; zb[3] = by2
+                za[0] = flush(ax1); za[1] = flush(ax2); za[2] = flush(ay1); za[3] = flush(ay2)
+                zb[0] = flush(bx1); zb[1] = flush(bx2); zb[2] = flush(by1); zb[3] = flush(by2)
                 first += 2
             }
         }
@@ -135,7 +141,7 @@ enum LowPassKernel {
                     dst[f] = y
                 }
             }
-            z[0] = x1; z[1] = x2; z[2] = y1; z[3] = y2
+            z[0] = flush(x1); z[1] = flush(x2); z[2] = flush(y1); z[3] = flush(y2)
         }
     }
 }

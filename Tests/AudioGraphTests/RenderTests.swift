@@ -123,6 +123,22 @@ struct RenderTests {
         }
     }
 
+    // (Hz, dB): each rings down well within the 4 s of silence.
+    @Test(arguments: [(Float(10), Float(0)), (1000, 40), (23_000, 0), (6900, 12)])
+    func lowPassStateReachesExactZeroInSilence(cutoff: Float, resonance: Float) throws {
+        let filter = LowPassFilterUnit()
+        try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, cutoff, scope: .global)
+        try filter.setParameter(LowPassFilterUnit.Parameter.resonance, resonance, scope: .global)
+        let chain = try Chain([filter])
+        let loud = [noise(frames: 48_000, seed: 21), noise(frames: 48_000, seed: 22)]
+        _ = try chain.render(loud)
+        let silence = [[Float](repeating: 0, count: 48_000 * 4), [Float](repeating: 0, count: 48_000 * 4)]
+        let out = try chain.render(silence)
+        // Without the flush the tail lingers in subnormal numbers; with it, exact zeros follow.
+        #expect(out.allSatisfy { Array($0.suffix(4096)).allSatisfy { $0 == 0 } }, "cutoff \(cutoff): last value \(out[0].last!)")
+        #expect(!out[0].contains { $0 != 0 && $0.isSubnormal }, "no subnormal sample in the tail")
+    }
+
     func mix(_ configure: (MultichannelMixerUnit) throws -> Void, input: [[Float]], outputChannels: UInt32 = 2) throws -> [[Float]] {
         let mixer = MultichannelMixerUnit(inputs: 2)
         try configure(mixer)
