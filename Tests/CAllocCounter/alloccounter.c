@@ -30,6 +30,21 @@ void alloccounter_reset(void) {
     __atomic_store_n(&locks, 0, __ATOMIC_RELAXED);
 }
 
+#if defined(__has_feature)
+#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#    define ALLOCCOUNTER_DISABLED 1  /* the sanitizer owns malloc; interposing it too would crash */
+#  endif
+#endif
+
+int alloccounter_available(void) {
+#ifdef ALLOCCOUNTER_DISABLED
+    return 0;
+#else
+    return 1;
+#endif
+}
+
+#ifndef ALLOCCOUNTER_DISABLED
 #define COUNT(counter) do { if (armed) __atomic_add_fetch(&(counter), 1, __ATOMIC_RELAXED); } while (0)
 
 void *malloc(size_t size) { COUNT(allocations); return __libc_malloc(size); }
@@ -53,3 +68,4 @@ int pthread_mutex_lock(pthread_mutex_t *mutex) {
     COUNT(locks);
     return real(mutex);
 }
+#endif /* ALLOCCOUNTER_DISABLED */

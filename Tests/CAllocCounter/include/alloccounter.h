@@ -5,6 +5,8 @@
 /// own definitions interpose libc's), forwarding to glibc and counting the calls made on threads
 /// that armed themselves. Used to prove the JACK process thread neither allocates nor locks.
 
+/// 1 when the interposers are in place; 0 in sanitizer builds, which own malloc themselves.
+int alloccounter_available(void);
 /// Marks the calling thread as counted (a thread-local store; safe on the render thread).
 void alloccounter_arm_this_thread(void);
 /// Calls counted on armed threads since the last reset.
