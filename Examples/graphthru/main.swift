@@ -193,8 +193,9 @@ if let hz = options.lowpass, let filter = graph.nodes.lazy.compactMap({ try? gra
 do {
     try driver.start()
     if !options.inputs.isEmpty || !options.outputs.isEmpty || !options.autoconnect {
-        for (port, input) in zip(options.inputs, driver.inputPortNames) { try driver.connect(port, to: input) }
-        for (output, port) in zip(driver.outputPortNames, options.outputs) { try driver.connect(output, to: port) }
+        // Named ports may belong to a client that is still starting: wait up to 2 s for them.
+        for (port, input) in zip(options.inputs, driver.inputPortNames) { try driver.connect(port, to: input, timeout: 2) }
+        for (output, port) in zip(driver.outputPortNames, options.outputs) { try driver.connect(output, to: port, timeout: 2) }
     }
     if options.autoconnect {
         let captures = driver.physicalPorts(capture: true), playbacks = driver.physicalPorts(capture: false)
@@ -307,10 +308,11 @@ while running {
 
 leaveKeyMode()
 let xruns = driver.xrunCount
+let load = driver.cpuLoad
 // Closing talks to the server; if it is wedged, give up after 2 s rather than hang.
 exitStatusOnAlarm.store(exitStatus, ordering: .relaxed)
 alarm(2)
 driver.close()
 alarm(0)
-say("graphthru: stopped; \(xruns) xrun(s)")
+say("graphthru: stopped; \(xruns) xrun(s), JACK DSP load \(Int(load.rounded()))%")
 exit(exitStatus)

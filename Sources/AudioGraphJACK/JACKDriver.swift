@@ -20,6 +20,8 @@ final class JACKRenderState: @unchecked Sendable {
     let bufferSize = Atomic<UInt32>(0)
     let sampleRate = Atomic<UInt32>(0)
     let shutDown = Atomic<Bool>(false)
+    /// Delay the graph adds between input and output, in frames (0 today: no unit delays).
+    let graphLatencyFrames = Atomic<UInt32>(0)
     /// Reason text from the shutdown callback, NUL-terminated, copied without allocating.
     let shutdownReason: UnsafeMutablePointer<CChar>
     static let reasonCapacity = 256
@@ -202,6 +204,28 @@ public final class JACKDriver: @unchecked Sendable {
             Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue().sampleRate.store(rate, ordering: .relaxed)
             return 0
         }, arg)
+        // Latency (jack.h, jack_set_latency_callback): the graph adds no delay of its own, so
+        // each output reports the largest latency of the inputs it comes from, and each input the
+        // largest of the outputs it goes to; `jack_lsp -l` then shows the true path latency.
+        jack_set_latency_callback(client, { mode, arg in
+            guard let arg else { return }
+            let s = Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue()
+            let capture = mode == JackCaptureLatency
+            let (from, fromCount, to, toCount) = capture
+                ? (s.inputPorts, s.inputCount, s.outputPorts, s.outputCount)
+                : (s.outputPorts, s.outputCount, s.inputPorts, s.inputCount)
+            var range = jack_latency_range_t(min: 0, max: 0)
+            var first = true
+            for i in 0..<fromCount {
+                var r = jack_latency_range_t()
+                jack_port_get_latency_range(from[i], mode, &r)
+                if first { range = r; first = false } else { range.min = min(range.min, r.min); range.max = max(range.max, r.max) }
+            }
+            let extra = jack_nframes_t(s.graphLatencyFrames.load(ordering: .relaxed))
+            range.min += extra
+            range.max += extra
+            for i in 0..<toCount { jack_port_set_latency_range(to[i], mode, &range) }
+        }, arg)
         // Like a signal handler: record and return; the control thread closes the client.
         jack_on_info_shutdown(client, { _, reason, arg in
             guard let arg else { return }
@@ -287,6 +311,11 @@ public final class JACKDriver: @unchecked Sendable {
     public var xrunCount: UInt64 { state.xruns.load(ordering: .relaxed) }
     /// Process cycles run since the client opened. Thread: any.
     public var processCycleCount: UInt64 { state.cycles.load(ordering: .relaxed) }
+    /// The server's DSP load in percent (`jack_cpu_load`), 0 when closed. Thread: control thread.
+    public var cpuLoad: Float {
+        guard let client, !isShutDown else { return 0 }
+        return jack_cpu_load(client)
+    }
     /// Whether the server shut down or dropped this client; ``close()`` it then. Thread: any.
     public var isShutDown: Bool { state.shutDown.load(ordering: .acquiring) }
     /// The server's reason for the shutdown, empty before one. Thread: any (after ``isShutDown``).
@@ -314,13 +343,23 @@ public final class JACKDriver: @unchecked Sendable {
         isActive = true
     }
 
-    /// Connects two ports by their exact full names (`client:port`), in signal-flow order. Connecting
-    /// ports that are already connected succeeds.
-    /// - Throws: ``JACKDriverError/portNotFound(_:)``, ``JACKDriverError/connectionFailed(source:destination:code:)``.
-    /// - Thread: control thread (never from a JACK callback).
-    public func connect(_ source: String, to destination: String) throws(JACKDriverError) {
+    /// Connects two ports by their exact full names (`client:port`; matched literally, so names
+    /// with `+ ( ) [ ] .` work), in signal-flow order. Connecting ports that are already
+    /// connected succeeds. A port that does not exist yet is waited for up to `timeout` seconds
+    /// (polled every 50 ms), for clients that register their ports a moment after starting.
+    /// - Throws: ``JACKDriverError/portNotFound(_:)`` after the timeout,
+    ///   ``JACKDriverError/connectionFailed(source:destination:code:)``.
+    /// - Thread: control thread (never from a JACK callback); may wait up to `timeout`.
+    public func connect(_ source: String, to destination: String, timeout: Double = 0) throws(JACKDriverError) {
         guard let client, !isShutDown else { throw .serverShutDown(reason: shutdownReason) }
-        for name in [source, destination] where jack_port_by_name(client, name) == nil { throw .portNotFound(name) }
+        var waited = 0.0
+        for name in [source, destination] {
+            while jack_port_by_name(client, name) == nil {
+                guard waited < timeout, !isShutDown else { throw .portNotFound(name) }
+                usleep(50_000)
+                waited += 0.05
+            }
+        }
         let code = jack_connect(client, source, destination)
         guard code == 0 || code == EEXIST else { throw .connectionFailed(source: source, destination: destination, code: code) }
     }

@@ -152,6 +152,61 @@ extension JACKIntegration {
             #expect(tool.waitForExit() == 0)
         }
 
+        @Test func portNamesAreMatchedLiterallyAndLatePortsAreWaitedFor() throws {
+            let name = "gt-literal-\(getpid())"
+            // graphthru starts first; the ports it is told to use appear 0.5 s later.
+            let tool = try GraphthruProcess(["--name", name, "--channels", "1",
+                                             "--input", "probe-lit:cap (L) [1].+", "--output", "probe-lit:play (R) [2].*"], server: server)
+            usleep(500_000)
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-lit", play: speech, captureFrames: speech.count + 8192,
+                                    outPort: "cap (L) [1].+", inPort: "play (R) [2].*")
+            #expect(tool.waitFor("mute: off"), "stderr: \(tool.stderr)")
+            #expect(probe.name == "probe-lit")
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "connected through names with + ( ) [ ] . *")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+        }
+
+        @Test func portLatencyFollowsTheConnectedPath() throws {
+            let name = "gt-latency-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name], server: server)  // autoconnects to system ports
+            #expect(tool.waitFor("mute: off"))
+            let listing = try run("/usr/bin/jack_lsp", ["-l"], server: server)
+            func latency(_ port: String, _ kind: String) -> String? {
+                let lines = listing.split(separator: "\n").map(String.init)
+                guard let i = lines.firstIndex(of: port) else { return nil }
+                return lines[(i + 1)...].prefix(2).first { $0.contains(kind) }?.trimmingCharacters(in: .whitespaces)
+            }
+            // Nothing in the graph delays: out_k reports what arrives at in_k from the capture port,
+            // and in_k what waits after out_k on the way to playback.
+            #expect(latency("\(name):out_1", "capture") == latency("system:capture_1", "capture"), "\(listing)")
+            #expect(latency("\(name):in_1", "playback") == latency("system:playback_1", "playback"))
+            #expect(latency("\(name):out_1", "capture") != nil)
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+        }
+
+        @Test func freewheelingAndBackKeepsItRunningBitExact() throws {
+            let name = "gt-freewheel-\(getpid())"
+            let own = try PrivateServer(name: "audiograph-fw-\(getpid())")
+            defer { own.stop() }
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: own.name)
+            #expect(tool.waitFor("mute: off"))
+            _ = try run("/usr/bin/jack_freewheel", ["yes"], server: own.name)
+            usleep(300_000)
+            _ = try run("/usr/bin/jack_freewheel", ["no"], server: own.name)
+            usleep(200_000)
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: own.name, name: "probe-fw", play: speech, captureFrames: speech.count + 8192)
+            probe.connect(probe.outPort, "\(name):in_1")
+            probe.connect("\(name):out_1", probe.inPort)
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "monitoring resumed after freewheel")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            #expect(tool.stdout.contains("stopped; 0 xrun(s)"), "no xruns reported for the freewheel switch: \(tool.stdout)")
+        }
+
         @Test func serverDeathMakesItExitNonZeroWithAMessage() throws {
             let doomed = try PrivateServer(name: "audiograph-doomed-\(getpid())")
             let tool = try GraphthruProcess(["--name", "gt-doomed"], server: doomed.name)

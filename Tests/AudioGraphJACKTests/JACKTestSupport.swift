@@ -119,7 +119,10 @@ final class ProbeClient {
     let state: ProbeState
     let name: String
 
-    init(server: String, name: String = "probe", play: [Float], captureFrames: Int) {
+    let outPort: String, inPort: String
+
+    init(server: String, name: String = "probe", play: [Float], captureFrames: Int,
+         outPort: String = "out", inPort: String = "in") {
         var status = jack_status_t(rawValue: 0)
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
         guard let client = audiograph_jack_client_open(name, options, &status, server) else {
@@ -128,8 +131,10 @@ final class ProbeClient {
         self.client = client
         self.name = String(cString: jack_get_client_name(client))
         state = ProbeState(play: play, captureFrames: captureFrames)
-        state.outPort = jack_port_register(client, "out", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsOutput.rawValue), 0)
-        state.inPort = jack_port_register(client, "in", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsInput.rawValue), 0)
+        self.outPort = "\(self.name):\(outPort)"
+        self.inPort = "\(self.name):\(inPort)"
+        state.outPort = jack_port_register(client, outPort, JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsOutput.rawValue), 0)
+        state.inPort = jack_port_register(client, inPort, JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsInput.rawValue), 0)
         jack_set_process_callback(client, { frames, arg in
             let s = Unmanaged<ProbeState>.fromOpaque(arg!).takeUnretainedValue()
             let n = Int(frames)
@@ -191,6 +196,23 @@ func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int = 8192) 
     guard delay >= 0, delay <= maxDelay, delay + played.count <= captured.count else { return nil }
     for i in 0..<played.count where captured[delay + i] != played[i] { return nil }
     return delay
+}
+
+/// Runs a command and returns its standard output.
+func run(_ executable: String, _ arguments: [String], server: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["JACK_DEFAULT_SERVER"] = server
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
 }
 
 /// graphthru as a child process, with its stdin as a pipe and its stdout and stderr in files
