@@ -101,8 +101,9 @@ func parseOptions(_ args: [String]) -> Options {
         }
         i += 1
     }
-    if o.inputs.count > o.channels { fail("\(o.inputs.count) --input ports but only \(o.channels) channels", status: 2) }
-    if o.outputs.count > o.channels { fail("\(o.outputs.count) --output ports but only \(o.channels) channels", status: 2) }
+    func channels(_ n: Int) -> String { n == 1 ? "1 channel" : "\(n) channels" }
+    if o.inputs.count > o.channels { fail("\(o.inputs.count) --input ports but only \(channels(o.channels)) (raise --channels)", status: 2) }
+    if o.outputs.count > o.channels { fail("\(o.outputs.count) --output ports but only \(channels(o.channels)) (raise --channels)", status: 2) }
     return o
 }
 
@@ -201,9 +202,15 @@ do {
         let captures = driver.physicalPorts(capture: true), playbacks = driver.physicalPorts(capture: false)
         if options.inputs.isEmpty {
             for (port, input) in zip(captures, driver.inputPortNames) { try driver.connect(port, to: input) }
+            if captures.count < options.channels {
+                say("graphthru: note: \(captures.count) physical capture port(s) for \(options.channels) inputs; in_\(captures.count + 1)… stay unconnected")
+            }
         }
         if options.outputs.isEmpty {
             for (output, port) in zip(driver.outputPortNames, playbacks) { try driver.connect(output, to: port) }
+            if playbacks.count < options.channels {
+                say("graphthru: note: \(playbacks.count) physical playback port(s) for \(options.channels) outputs; out_\(playbacks.count + 1)… stay unconnected")
+            }
         }
     }
 } catch {
@@ -211,7 +218,7 @@ do {
     fail("\(error)")
 }
 
-say("graphthru: client '\(driver.clientName)' on JACK server '\(options.server ?? driver.serverDescription)', \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
+say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
 say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
 
 // Control: keys in a terminal, lines otherwise. Keys need the terminal in the foreground: a

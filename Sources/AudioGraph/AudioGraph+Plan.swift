@@ -58,6 +58,7 @@ extension AudioGraph {
 
         // Formats, in pull order: an input takes its source's output format.
         var resolved: [AUNode: ResolvedFormats] = [:]
+        var unconnectedFormats: [AUNode: [StreamFormat]] = [:]
         func sourceFormat(_ node: AUNode, _ element: AudioUnitElement) -> StreamFormat {
             node == ioNode ? ioIn : resolved[node]!.outputs[Int(element)]
         }
@@ -90,6 +91,8 @@ extension AudioGraph {
                 guard output.isCanonical, output.sampleRate == rate else { throw .formatNotSupported }
             }
             resolved[node] = ResolvedFormats(inputs: inputs, outputs: outputs)
+            // Unconnected inputs carry no audio, but their format follows the rate like any other.
+            unconnectedFormats[node] = (0..<unit.elementCount(.input)).map { effective(unit, .input, $0, rate: rate) }
         }
 
         // What IO element 0 receives must match the device output.
@@ -177,6 +180,9 @@ extension AudioGraph {
             inputCallback: inputCallback,
             ioOutput: planInput(ioOutputKey, format: ioOutFormat), ioOutputEnabled: io.outputEnabled))
         resources.plan = plan
+        for (node, formats) in unconnectedFormats {
+            resolved[node]!.inputs = zip(resolved[node]!.inputs, formats).map { $0 ?? $1 }
+        }
         return BuiltPlan(resources: resources, formats: resolved, kernels: kernels)
     }
 

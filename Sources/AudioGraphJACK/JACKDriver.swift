@@ -256,6 +256,7 @@ public final class JACKDriver: @unchecked Sendable {
         }
 
         self.graph = graph
+        self.serverName = options.serverName ?? Self.environmentServer ?? "default"
         self.client = client
         self.state = state
         self.clientName = actualName
@@ -320,8 +321,9 @@ public final class JACKDriver: @unchecked Sendable {
     public var isShutDown: Bool { state.shutDown.load(ordering: .acquiring) }
     /// The server's reason for the shutdown, empty before one. Thread: any (after ``isShutDown``).
     public var shutdownReason: String { isShutDown ? String(cString: state.shutdownReason) : "" }
-    /// The server's name as libjack reports it, for display.
-    public var serverDescription: String { Self.environmentServer ?? "default" }
+    /// The name of the server this client joined: the one asked for, else
+    /// `$JACK_DEFAULT_SERVER`, else "default" (libjack's own order).
+    public let serverName: String
 
     /// Initializes the graph if needed, starts it, and activates the client: the process
     /// callback begins pulling the graph.
@@ -360,8 +362,15 @@ public final class JACKDriver: @unchecked Sendable {
                 waited += 0.05
             }
         }
-        let code = jack_connect(client, source, destination)
-        guard code == 0 || code == EEXIST else { throw .connectionFailed(source: source, destination: destination, code: code) }
+        // A port exists as soon as it is registered, but can be connected only once its client
+        // is active: within the timeout, a refusal is retried too.
+        while true {
+            let code = jack_connect(client, source, destination)
+            if code == 0 || code == EEXIST { return }
+            guard waited < timeout, !isShutDown else { throw .connectionFailed(source: source, destination: destination, code: code) }
+            usleep(50_000)
+            waited += 0.05
+        }
     }
 
     /// The server's physical ports of one direction, in server order.

@@ -31,10 +31,11 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String {
         switch self {
         case .serverNotRunning(let server) where server?.isEmpty == true:
-            return "a JACK server name cannot be empty; omit it to use $JACK_DEFAULT_SERVER or \"default\""
+            return "the JACK server name is empty (an empty --server, or JACK_DEFAULT_SERVER set to nothing); name a server or unset it for \"default\""
         case .serverNotRunning(let server):
             let name = server ?? "default"
-            return "no JACK server named '\(name)' is running; start one with `jackd -d alsa` (sound card) or `jackd --no-realtime -n \(name) -d dummy -r 48000 -p 256` (no sound card)"
+            let flag = name == "default" ? "" : "-n \(name) "
+            return "no JACK server named '\(name)' is running; start one with `jackd \(flag)-d alsa` (sound card) or `jackd --no-realtime \(flag)-d dummy -r 48000 -p 256` (no sound card)"
         case .clientOpenFailed(let status):
             return "the JACK server refused the client (jack_status_t 0x\(String(status, radix: 16))): if the name is taken and too long to make unique, choose another; otherwise check the server with `jack_lsp`"
         case .invalidClientName(let name, let reason):

@@ -45,30 +45,59 @@ enum TestServer {
 /// A jackd process with the dummy driver (48 kHz and period 256 unless told), 2 capture and 2 playback ports.
 final class PrivateServer: @unchecked Sendable {
     let name: String
-    let process = Process()
+    private let pid: pid_t
+    private let exited = Mutex<Bool>(false)
 
     struct StartFailure: Error, CustomStringConvertible { let description: String }
-    private let log = LockedText()
 
-    /// Starts jackd and waits (up to 20 s) until a client can connect.
+    /// Starts jackd and waits (up to 20 s) until a client can connect. jackd runs under a small
+    /// shell watchdog that stops it when this test process goes away, however it goes (a
+    /// crashed or killed test run must not leave servers behind: jack2 allows 8 per machine).
+    /// The watchdog is started with posix_spawn and an empty signal mask: the test runner's
+    /// threads block signals, and a child inheriting that mask could never be stopped.
     init(name: String, period: Int = 256, sampleRate: Int = 48_000) throws {
         self.name = name
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
-        process.arguments = ["--no-realtime", "-n", name, "-d", "dummy", "-r", "\(sampleRate)", "-p", "\(period)", "-C", "2", "-P", "2"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { [log] h in log.append(String(decoding: h.availableData, as: UTF8.self)) }
-        do { try process.run() } catch { throw StartFailure(description: "cannot start jackd: \(error); install jackd2") }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("jackd-\(name).log").path
+        let script = """
+            jackd --no-realtime -n '\(name)' -d dummy -r \(sampleRate) -p \(period) -C 2 -P 2 >'\(log)' 2>&1 & j=$!
+            trap 'kill -TERM $j 2>/dev/null; wait $j; exit 0' TERM INT
+            trap 'kill -KILL $j 2>/dev/null; wait $j; exit 0' USR1
+            while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
+            kill -TERM $j 2>/dev/null; wait $j
+            """
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t(), defaults = sigset_t()
+        sigemptyset(&empty)
+        sigemptyset(&defaults)
+        for sig in [SIGTERM, SIGINT, SIGCHLD, SIGUSR1, SIGPIPE] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var child: pid_t = 0
+        let words: [String] = ["/bin/sh", "-c", script]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let status = posix_spawn(&child, "/bin/sh", nil, &attributes, argv, environ)
+        guard status == 0 else { throw StartFailure(description: "cannot start jackd: posix_spawn returned \(status)") }
+        pid = child
         guard TestServer.waitForServer(name, seconds: 20) else {
             kill()
-            throw StartFailure(description: "jackd -n \(name) did not come up; its output:\n\(log.text)")
+            let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw StartFailure(description: "jackd -n \(name) did not come up; its output:\n\(output)")
         }
     }
 
+    /// Stops jackd, with SIGTERM (a clean shutdown) or SIGKILL, and waits for it.
     func kill(signal: Int32 = SIGKILL) {
-        if process.isRunning { Glibc.kill(process.processIdentifier, signal) }
-        process.waitUntilExit()
+        exited.withLock { done in
+            guard !done else { return }
+            Glibc.kill(pid, signal == SIGKILL ? SIGUSR1 : SIGTERM)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            done = true
+        }
     }
 
     func stop() { kill(signal: SIGTERM) }
