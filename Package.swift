@@ -52,7 +52,6 @@ let package = Package(
         .target(
             name: "CReference",
             path: "Sources/CReference",
-            cSettings: [.unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("m")]
         ),
         .executableTarget(
