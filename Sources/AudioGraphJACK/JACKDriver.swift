@@ -63,20 +63,24 @@ final class JACKRenderState: @unchecked Sendable {
 func audiographJACKProcess(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPointer) -> Int32 {
     Unmanaged<JACKRenderState>.fromOpaque(arg)._withUnsafeGuaranteedRef { s in
         let n = Int(frames)
+        // jack_port_get_buffer does not fail for a registered port; if it ever did, skip the
+        // cycle (JACK then plays what its buffers hold) rather than trap on the audio thread.
         for c in 0..<s.inputCount {
             let port = s.inputPorts[c]
-            s.inputBuffers[c] = _unsafePerformance { jack_port_get_buffer(port, frames) }!.assumingMemoryBound(to: Float.self)
+            guard let buffer = _unsafePerformance({ jack_port_get_buffer(port, frames) }) else { return }
+            s.inputBuffers[c] = buffer.assumingMemoryBound(to: Float.self)
         }
         for c in 0..<s.outputCount {
             let port = s.outputPorts[c]
-            s.outputBuffers[c] = _unsafePerformance { jack_port_get_buffer(port, frames) }!.assumingMemoryBound(to: Float.self)
+            guard let buffer = _unsafePerformance({ jack_port_get_buffer(port, frames) }) else { return }
+            s.outputBuffers[c] = buffer.assumingMemoryBound(to: Float.self)
         }
         let graph = s.graph
         let input = UnsafePointer(s.inputBuffers), inputCount = s.inputCount
         let output = UnsafePointer(s.outputBuffers), outputCount = s.outputCount
         graph.render(frameCount: n, input: input, inputChannelCount: inputCount,
                      output: output, outputChannelCount: outputCount)
-        s.cycles.add(1, ordering: .relaxed)
+        s.cycles.store(s.cycles.load(ordering: .relaxed) &+ 1, ordering: .relaxed)  // single writer
     }
     return 0
 }
