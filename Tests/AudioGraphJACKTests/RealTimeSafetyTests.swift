@@ -83,12 +83,13 @@ extension JACKIntegration {
                 } catch {
                     if error == .invalidConnection { invalidAnswered += 1 }
                 }
-                usleep(10_000)
+                usleep(1_000)
             }
             let cycles = driver.processCycleCount - cyclesBefore
             let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
             #expect(cycles > 100, "JACK ran \(cycles) cycles during the edits")
-            #expect(invalidAnswered == step)
+            #expect(invalidAnswered == step, "every invalid edit answered with invalidConnection")
+            #expect(step >= 500, "\(step) rounds of edits (each: 4 parameters, 1 invalid connect; every 5th: add or remove + update)")
             #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
             #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
         }
