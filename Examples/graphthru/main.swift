@@ -281,14 +281,15 @@ while running {
         exitStatus = 1
         break
     }
-    if !stdinOpen { usleep(50_000); continue }
-    if interactive {
-        enterKeyModeIfForeground()
-        if !keyMode { usleep(50_000); continue }  // in the background: do not read the terminal
-    }
-    var fds = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-    let ready = poll(&fds, 1, 50)
-    if ready <= 0 { continue }
+    // Sleep until input, a server shutdown (its pipe) or a signal (poll returns EINTR). Only a
+    // terminal in the background is checked on a timer, to notice `fg`.
+    if interactive { enterKeyModeIfForeground() }
+    let readInput = stdinOpen && (!interactive || keyMode)
+    var fds = [pollfd(fd: driver.shutdownFileDescriptor, events: Int16(POLLIN), revents: 0),
+               pollfd(fd: readInput ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0)]
+    let timeout: Int32 = driver.shutdownFileDescriptor < 0 ? 50 : (interactive && !keyMode && stdinOpen ? 250 : -1)
+    let ready = poll(&fds, 2, timeout)
+    if ready <= 0 || fds[1].revents == 0 { continue }
     let n = read(STDIN_FILENO, &buffer, buffer.count)
     if n <= 0 {
         if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }

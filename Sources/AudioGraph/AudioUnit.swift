@@ -48,7 +48,23 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
 
     struct FormatKey: Hashable { let scope: AudioUnitScope; let element: AudioUnitElement }
 
+    /// The unit type's parameters, split by scope once, so parameter calls never allocate.
+    struct ParameterTable {
+        let all: [AudioUnitParameterInfo]
+        let input: [AudioUnitParameterInfo]
+        let output: [AudioUnitParameterInfo]
+        let global: [AudioUnitParameterInfo]
+        init(_ all: [AudioUnitParameterInfo]) {
+            self.all = all
+            input = all.filter { $0.scope == .input }
+            output = all.filter { $0.scope == .output }
+            global = all.filter { $0.scope == .global }
+        }
+    }
+    let parameters: ParameterTable
+
     init(type: AudioUnitType, inputFormats: [StreamFormat], outputFormats: [StreamFormat]) {
+        self.parameters = ParameterTable(Self.parameterDefinitions)
         self.type = type
         self.inputFormats = inputFormats
         self.outputFormats = outputFormats
@@ -89,7 +105,12 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     func maxValue(of info: AudioUnitParameterInfo) -> Float { info.maxValue }
 
     /// The sample rate the unit currently runs at (its first output format's).
-    var currentSampleRate: Double { outputFormats.first?.sampleRate ?? inputFormats.first?.sampleRate ?? 48_000 }
+    var currentSampleRate: Double {
+        // No `??` here: its autoclosures allocate in unoptimized builds, and parameter calls use this.
+        if !outputFormats.isEmpty { return outputFormats[0].sampleRate }
+        if !inputFormats.isEmpty { return inputFormats[0].sampleRate }
+        return 48_000
+    }
 
     // MARK: - Elements
 
@@ -299,10 +320,11 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
         while inputFormats.count < Int(count) { inputFormats.append(template) }
         bank = ParameterBank(values: defaultParameterValues(inputElements: inputFormats.count))
         // Keep the values of elements that still exist.
-        for info in Self.parameterDefinitions {
-            let elements = info.scope == .input ? min(inputFormats.count, oldInputCount(old)) : Int(elementCount(info.scope))
+        let oldInputs = (old.count - parameters.output.count * outputFormats.count - parameters.global.count) / max(1, parameters.input.count)
+        for info in parameters.all {
+            let elements = info.scope == .input ? min(inputFormats.count, oldInputs) : Int(elementCount(info.scope))
             for element in 0..<elements {
-                if let from = slot(info, element: element, inputElements: oldInputCount(old)),
+                if let from = slot(info, element: element, inputElements: oldInputs),
                    let to = slot(info, element: element, inputElements: inputFormats.count) {
                     bank.store(to, old.load(from))
                 }
@@ -310,48 +332,48 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func oldInputCount(_ old: ParameterBank) -> Int {
-        let perInput = Self.parameterDefinitions.filter { $0.scope == .input }.count
-        guard perInput > 0 else { return inputFormats.count }
-        let fixed = Self.parameterDefinitions.filter { $0.scope != .input }.count
-        return (old.count - fixed) / perInput
-    }
-
     // MARK: - Parameters
 
     /// Bank layout: input-scope parameters (element-major), then output-scope ones for each
     /// output element, then global ones.
     func slot(_ info: AudioUnitParameterInfo, element: Int, inputElements: Int) -> Int? {
-        let defs = Self.parameterDefinitions
-        let inputDefs = defs.filter { $0.scope == .input }
-        let outputDefs = defs.filter { $0.scope == .output }
-        let globalDefs = defs.filter { $0.scope == .global }
+        // Plain index loops: closures (firstIndex(where:)) allocate in unoptimized builds, and
+        // parameter calls must not allocate in any build.
+        let p = parameters
         switch info.scope {
         case .input:
-            guard element < inputElements, let i = inputDefs.firstIndex(where: { $0.id == info.id }) else { return nil }
-            return element * inputDefs.count + i
+            guard element < inputElements, let i = AudioUnit.index(of: info.id, in: p.input) else { return nil }
+            return element * p.input.count + i
         case .output:
-            guard element < outputFormats.count, let i = outputDefs.firstIndex(where: { $0.id == info.id }) else { return nil }
-            return inputElements * inputDefs.count + element * outputDefs.count + i
+            guard element < outputFormats.count, let i = AudioUnit.index(of: info.id, in: p.output) else { return nil }
+            return inputElements * p.input.count + element * p.output.count + i
         case .global:
-            guard element == 0, let i = globalDefs.firstIndex(where: { $0.id == info.id }) else { return nil }
-            return inputElements * inputDefs.count + outputFormats.count * outputDefs.count + i
+            guard element == 0, let i = AudioUnit.index(of: info.id, in: p.global) else { return nil }
+            return inputElements * p.input.count + outputFormats.count * p.output.count + i
         }
     }
 
+    private static func index(of id: AudioUnitParameterID, in list: [AudioUnitParameterInfo]) -> Int? {
+        var i = 0
+        while i < list.count {
+            if list[i].id == id { return i }
+            i += 1
+        }
+        return nil
+    }
+
     func defaultParameterValues(inputElements: Int) -> [Float] {
-        let defs = Self.parameterDefinitions
         var values: [Float] = []
-        for _ in 0..<inputElements { values += defs.filter { $0.scope == .input }.map(\.defaultValue) }
-        for _ in 0..<outputFormats.count { values += defs.filter { $0.scope == .output }.map(\.defaultValue) }
-        values += defs.filter { $0.scope == .global }.map(\.defaultValue)
+        for _ in 0..<inputElements { values += parameters.input.map(\.defaultValue) }
+        for _ in 0..<outputFormats.count { values += parameters.output.map(\.defaultValue) }
+        values += parameters.global.map(\.defaultValue)
         return values
     }
 
     /// The parameters that exist in a scope (once per element of that scope).
     /// Thread: any.
     public func parameterList(scope: AudioUnitScope) -> [AudioUnitParameterInfo] {
-        Self.parameterDefinitions.filter { $0.scope == scope }.map(withCurrentBounds)
+        parameters.all.filter { $0.scope == scope }.map(withCurrentBounds)
     }
 
     /// Describes one parameter. Mirrors reading `kAudioUnitProperty_ParameterInfo`.
@@ -359,10 +381,22 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     ///   ``AudioUnitError/invalidScope`` (the ID exists, in another scope).
     /// - Thread: any.
     public func parameterInfo(_ id: AudioUnitParameterID, scope: AudioUnitScope) throws(AudioUnitError) -> AudioUnitParameterInfo {
-        let matches = Self.parameterDefinitions.filter { $0.id == id }
-        guard !matches.isEmpty else { throw .invalidParameter }
-        guard let info = matches.first(where: { $0.scope == scope }) else { throw .invalidScope }
-        return withCurrentBounds(info)
+        withCurrentBounds(try definition(id, scope: scope))
+    }
+
+    /// The stored definition, found without allocating.
+    private func definition(_ id: AudioUnitParameterID, scope: AudioUnitScope) throws(AudioUnitError) -> AudioUnitParameterInfo {
+        var known = false
+        var i = 0
+        let all = parameters.all
+        while i < all.count {
+            if all[i].id == id {
+                if all[i].scope == scope { return all[i] }
+                known = true
+            }
+            i += 1
+        }
+        throw known ? .invalidScope : .invalidParameter
     }
 
     private func withCurrentBounds(_ info: AudioUnitParameterInfo) -> AudioUnitParameterInfo {
@@ -372,7 +406,7 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     }
 
     private func resolveSlot(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) -> (AudioUnitParameterInfo, Int) {
-        let info = try parameterInfo(id, scope: scope)
+        let info = try definition(id, scope: scope)
         try checkElement(scope, element)
         guard let slot = slot(info, element: Int(element), inputElements: inputFormats.count) else { throw .invalidElement }
         return (info, slot)
@@ -385,7 +419,8 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     ///   - element: 0…elementCount(scope)−1.
     /// - Returns: the stored value, after any clamping.
     /// - Throws: ``AudioUnitError/invalidParameter``, ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``.
-    /// - Thread: any; lock-free.
+    /// - Thread: any; lock-free, allocation-free (safe in a render callback). Not concurrently
+    ///   with ElementCount changes, which are control-thread calls made while uninitialized.
     public func parameter(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement = 0) throws(AudioUnitError) -> Float {
         let (_, slot) = try resolveSlot(id, scope: scope, element: element)
         return bank.load(slot)
@@ -403,7 +438,8 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     ///   - element: 0…elementCount(scope)−1.
     /// - Throws: ``AudioUnitError/invalidParameter`` (unknown ID, NaN or infinite value),
     ///   ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``.
-    /// - Thread: any; lock-free, never blocks.
+    /// - Thread: any; lock-free, allocation-free, never blocks (safe in a render callback). Not
+    ///   concurrently with ElementCount changes, which are control-thread calls made while uninitialized.
     public func setParameter(_ id: AudioUnitParameterID, _ value: Float, scope: AudioUnitScope, element: AudioUnitElement = 0) throws(AudioUnitError) {
         let (info, slot) = try resolveSlot(id, scope: scope, element: element)
         guard value.isFinite else { throw .invalidParameter }

@@ -20,6 +20,8 @@ final class JACKRenderState: @unchecked Sendable {
     let bufferSize = Atomic<UInt32>(0)
     let sampleRate = Atomic<UInt32>(0)
     let shutDown = Atomic<Bool>(false)
+    /// Becomes readable when the server shuts down (a self-pipe: write(2) is safe in the callback).
+    let shutdownPipe: (read: Int32, write: Int32)
     /// Delay the graph adds between input and output, in frames (0 today: no unit delays).
     let graphLatencyFrames = Atomic<UInt32>(0)
     /// Reason text from the shutdown callback, NUL-terminated, copied without allocating.
@@ -42,6 +44,16 @@ final class JACKRenderState: @unchecked Sendable {
         inputBuffers.initialize(repeating: dummy, count: max(1, inputCount))
         outputBuffers = .allocate(capacity: max(1, outputCount))
         outputBuffers.initialize(repeating: dummy, count: max(1, outputCount))
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            }
+        } else {
+            fds = [-1, -1]
+        }
+        shutdownPipe = (fds[0], fds[1])
         shutdownReason = .allocate(capacity: JACKRenderState.reasonCapacity)
         shutdownReason.initialize(repeating: 0, count: JACKRenderState.reasonCapacity)
     }
@@ -51,6 +63,7 @@ final class JACKRenderState: @unchecked Sendable {
         inputPorts.deallocate(); outputPorts.deallocate()
         inputBuffers.deallocate(); outputBuffers.deallocate()
         shutdownReason.deallocate(); placeholder.deallocate()
+        if shutdownPipe.read >= 0 { Glibc.close(shutdownPipe.read); Glibc.close(shutdownPipe.write) }
     }
 }
 
@@ -240,6 +253,8 @@ public final class JACKDriver: @unchecked Sendable {
             }
             s.shutdownReason[i] = 0
             s.shutDown.store(true, ordering: .releasing)
+            var byte: UInt8 = 1
+            _ = write(s.shutdownPipe.write, &byte, 1)
         }, arg)
 
         var inputNames: [String] = [], outputNames: [String] = []
@@ -323,6 +338,10 @@ public final class JACKDriver: @unchecked Sendable {
     }
     /// Whether the server shut down or dropped this client; ``close()`` it then. Thread: any.
     public var isShutDown: Bool { state.shutDown.load(ordering: .acquiring) }
+    /// A file descriptor that becomes readable when the server shuts down or drops the client,
+    /// for `poll`-based main loops that would otherwise wake up to check ``isShutDown``.
+    /// -1 if the pipe could not be made. Owned by the driver. Thread: any.
+    public var shutdownFileDescriptor: Int32 { state.shutdownPipe.read }
     /// The server's reason for the shutdown, empty before one. Thread: any (after ``isShutDown``).
     public var shutdownReason: String { isShutDown ? String(cString: state.shutdownReason) : "" }
     /// The name of the server this client joined: the one asked for, else

@@ -2,7 +2,14 @@ import AudioGraph
 import AudioGraphJACK
 import CAllocCounter
 import Foundation
+import Synchronization
 import Testing
+
+#if DEBUG
+let isOptimizedBuild = false
+#else
+let isOptimizedBuild = true
+#endif
 
 extension JACKIntegration {
     /// The JACK process thread, measured: allocations and lock calls counted by interposed
@@ -10,6 +17,36 @@ extension JACKIntegration {
     /// runs under a real jackd and is edited from this thread.
     @Suite("Real-time safety on the JACK process thread")
     struct RealTimeSafetyTests {
+        /// Optimized builds only: unoptimized Swift allocates for things an optimized build keeps
+        /// on the stack, and real-time code runs optimized. scripts/test runs this suite with
+        /// `swift test -c release` too.
+        @Test(.enabled(if: isOptimizedBuild, "run with -c release (scripts/test does)"))
+        func parameterCallsNeitherAllocateNorLock() throws {
+            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds")
+            let filter = LowPassFilterUnit(), mixer = MultichannelMixerUnit(inputs: 4), gate = MuteGateUnit()
+            // Count on a thread of its own, as a render callback automating parameters would run.
+            let counts = Mutex<(allocations: UInt, locks: UInt, sum: Float)>((0, 0, 0))
+            let thread = Thread {
+                alloccounter_arm_this_thread()
+                let a0 = alloccounter_allocations(), l0 = alloccounter_locks()
+                var sum: Float = 0
+                for i in 0..<1000 {
+                    try? filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, Float(100 + i), scope: .global)
+                    try? mixer.setParameter(MultichannelMixerUnit.Parameter.pan, Float(i % 3) - 1, scope: .input, element: UInt32(i % 4))
+                    try? mixer.setParameter(MultichannelMixerUnit.Parameter.volume, 0.5, scope: .output)
+                    sum += (try? filter.parameter(LowPassFilterUnit.Parameter.cutoffFrequency, scope: .global)) ?? 0
+                    sum += (try? mixer.parameter(MultichannelMixerUnit.Parameter.pan, scope: .input, element: 3)) ?? 0
+                    gate.isMuted = i % 2 == 0
+                }
+                let a1 = alloccounter_allocations(), l1 = alloccounter_locks()
+                counts.withLock { $0 = (a1 - a0, l1 - l0, sum) }
+            }
+            thread.start()
+            while counts.withLock({ $0.sum }) == 0 { usleep(1000) }
+            let (allocations, locks, _) = counts.withLock { $0 }
+            #expect(allocations == 0 && locks == 0, "6,000 parameter calls: \(allocations) allocations, \(locks) locks")
+        }
+
         @Test func noAllocationOrLockOnTheProcessThreadUnderLiveEdits() throws {
             try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds; run without --sanitize")
             let server = TestServer.shared
