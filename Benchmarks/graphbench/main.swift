@@ -176,8 +176,9 @@ for slice in callgrind ? [64] : [32, 64, 256, 1024] {
     // machine the minimum is the least disturbed measurement.
     var engineBest = Double.infinity, referenceBest = Double.infinity
     let rounds = callgrind ? 1 : 3
-    if !callgrind {
+    if !callgrind {  // warm-up, both sides
         _ = renderEngine(try standardGraph().prepared(channels: channels), input: input, output: engineOut, slice: slice)
+        _ = renderReference(input: input, output: referenceOut, slice: slice, total: input.frames)
     }
     for _ in 0..<rounds {
         let g = try standardGraph().prepared(channels: channels)
@@ -203,7 +204,7 @@ extension AudioGraph {
 
 // MARK: 2. Scaling
 
-/// A chain IO → gate × n → IO (unmuted gates: each copies its input), or a fan-in tree: n − 1
+/// A chain IO → gate × n → IO (unmuted gates pass their input's buffers on), or a fan-in tree: n − 1
 /// gates fed by IO input, summed by mixers of 8 inputs each up to one root.
 func scalingGraph(nodes n: Int, tree: Bool) throws -> AudioGraph {
     let graph = AudioGraph()
@@ -312,4 +313,4 @@ let treeGrowth = (treePerNode[big] ?? 0) / (treePerNode[10] ?? 1)
 let s = max(chainGrowth, treeGrowth)
 print("per-node cost \(big)/10 nodes: chain \(fixed(chainGrowth, 2)), fan-in tree \(fixed(treeGrowth, 2))")
 print("")
-print("summary: ratio@64=\(fixed(ratioAt64, 2)) per-node-1000/10=\(fixed(s, 2))")
+print("summary: ratio@64=\(fixed(ratioAt64, 2)) per-node-\(big)/10=\(fixed(s, 2))")

@@ -197,6 +197,12 @@ do {
         // Named ports may belong to a client that is still starting: wait up to 2 s for them.
         for (port, input) in zip(options.inputs, driver.inputPortNames) { try driver.connect(port, to: input, timeout: 2) }
         for (output, port) in zip(driver.outputPortNames, options.outputs) { try driver.connect(output, to: port, timeout: 2) }
+        if !options.inputs.isEmpty && options.inputs.count < options.channels {
+            say("graphthru: note: \(options.inputs.count) --input port(s) for \(options.channels) inputs; in_\(options.inputs.count + 1)… stay unconnected")
+        }
+        if !options.outputs.isEmpty && options.outputs.count < options.channels {
+            say("graphthru: note: \(options.outputs.count) --output port(s) for \(options.channels) outputs; out_\(options.outputs.count + 1)… stay unconnected")
+        }
     }
     if options.autoconnect {
         let captures = driver.physicalPorts(capture: true), playbacks = driver.physicalPorts(capture: false)
