@@ -25,14 +25,15 @@ final class RenderShared: @unchecked Sendable {
 public struct GraphRenderContext: @unchecked Sendable {
     let shared: Unmanaged<RenderShared>
 
-    /// Renders one device cycle: copies `input` into IO element 1, pulls every unit once in
-    /// pull order, and writes IO element 0 into `output`. Cycles longer than the graph's
+    /// Renders one device cycle: reads `input` as IO element 1 (in place; nothing in the graph
+    /// writes to it), pulls every unit once in pull order, and copies IO element 0 into `output`. Cycles longer than the graph's
     /// MaximumFramesPerSlice are rendered as several consecutive slices, so a driver may pass any
     /// period. When the graph is not running, or has no plan, `output` is filled with silence.
     ///
     /// - Parameters:
     ///   - frameCount: frames per channel in this cycle, ≥ 0.
-    ///   - input: `[channel]` pointers to `frameCount` device input samples, or nil (silence).
+    ///   - input: `[channel]` pointers to `frameCount` device input samples, or nil (silence);
+    ///     read during this call only.
     ///   - inputChannelCount: pointers in `input`; missing channels read as silence.
     ///   - output: `[channel]` pointers to `frameCount` samples to fill.
     ///   - outputChannelCount: pointers in `output`; channels the graph does not feed get zeros.
