@@ -113,7 +113,7 @@ public struct GraphRenderContext: @unchecked Sendable {
             case .mixer: MixerKernel.render(step, frames: frames)
             case .lowPass: LowPassKernel.render(step, frames: frames)
             case .muteGate: MuteGateKernel.render(step, frames: frames)
-            case .passthrough, .io:
+            case .passthrough:
                 let s = step.pointee
                 for c in 0..<s.outputChannelCount {
                     if let src = s.inputs[0].channels, c < s.inputs[0].channelCount { copy(src[c], to: s.output[c], frames: frames) }

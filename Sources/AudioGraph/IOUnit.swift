@@ -106,5 +106,4 @@ public final class IOUnit: AudioUnit, @unchecked Sendable {
         try setProperty(.enableIO, scope: .input, element: IOUnit.inputElement, .uint32(enabled ? 1 : 0))
     }
 
-    override var kernelKind: KernelKind { .io }
 }

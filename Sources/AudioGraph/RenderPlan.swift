@@ -1,8 +1,11 @@
 import Synchronization
 
 /// Which kernel a plan step runs; the render loop dispatches with a switch (no existentials).
+/// The IO unit is not a step: the render entry handles its two sides.
 enum KernelKind: UInt8 {
-    case io, passthrough, mixer, lowPass, muteGate
+    /// Copies input element 0 to the output (the default for a unit without a kernel of its own).
+    case passthrough
+    case mixer, lowPass, muteGate
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.
