@@ -91,42 +91,68 @@ extension JACKIntegration {
             alloccounter_reset()
             let cyclesBefore = driver.processCycleCount
 
-            // Live edits from this (control) thread while JACK pulls the graph.
-            var extra: AUNode?
-            var invalidAnswered = 0
+            // Live edits from this (control) thread while JACK pulls the graph: random, anywhere
+            // in the graph (a second filter inserted into and taken out of the main chain, nodes
+            // added to and removed from a mixer input), valid and invalid, with updates.
+            var seed: UInt64 = 0x5EED_0F_4A4B
+            func random(_ n: Int) -> Int {  // SplitMix64, reproducible
+                seed &+= 0x9E37_79B9_7F4A_7C15
+                var z = seed
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return Int((z ^ (z >> 31)) % UInt64(n))
+            }
+            var extra: AUNode?, inserted: AUNode?
+            var edits = 0, invalid = 0, wrongCodes: [String] = []
+            func refused(_ expected: AudioUnitError, _ body: () throws(AudioUnitError) -> Void) {
+                do throws(AudioUnitError) { try body(); wrongCodes.append("accepted, expected \(expected)") } catch {
+                    if error != expected { wrongCodes.append("\(error), expected \(expected)") }
+                    invalid += 1
+                }
+            }
             let deadline = Date().addingTimeInterval(2)
-            var step = 0
             while Date() < deadline {
-                step += 1
-                gate.isMuted = step % 7 == 0
-                try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, Float(200 + (step * 37) % 9000), scope: .global)
-                try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, Float(step % 10) / 10, scope: .input, element: 0)
-                try mixer.setParameter(MultichannelMixerUnit.Parameter.pan, Float(step % 21 - 10) / 10, scope: .input, element: 1)
-                if step % 5 == 0 {
-                    if let node = extra {
-                        try graph.removeNode(node)
-                        extra = nil
-                    } else {
-                        let node = try graph.addNode(LowPassFilterUnit())
+                edits += 1
+                switch random(10) {
+                case 0: gate.isMuted.toggle()
+                case 1: try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, Float(random(30_000)), scope: .global)
+                case 2: try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, Float(random(11)) / 10, scope: .input, element: UInt32(random(3)))
+                case 3: try mixer.setParameter(MultichannelMixerUnit.Parameter.pan, Float(random(21) - 10) / 10, scope: .input, element: UInt32(random(3)))
+                case 4:  // a node on mixer input 2, added or removed
+                    if let node = extra { try graph.removeNode(node); extra = nil } else {
+                        let node = try graph.addNode(random(2) == 0 ? LowPassFilterUnit() : MuteGateUnit())
                         try graph.connectNodeInput(ioNode, sourceOutputElement: 1, node, destinationInputElement: 0)
                         try graph.connectNodeInput(node, sourceOutputElement: 0, mixerNode, destinationInputElement: 2)
                         extra = node
                     }
                     try graph.update()
+                case 5:  // a filter inserted between the main filter and the gate, or taken out
+                    try graph.disconnectNodeInput(gateNode, inputElement: 0)
+                    if let node = inserted {
+                        try graph.removeNode(node)
+                        try graph.connectNodeInput(filterNode, sourceOutputElement: 0, gateNode, destinationInputElement: 0)
+                        inserted = nil
+                    } else {
+                        let node = try graph.addNode(LowPassFilterUnit())
+                        try graph.connectNodeInput(filterNode, sourceOutputElement: 0, node, destinationInputElement: 0)
+                        try graph.connectNodeInput(node, sourceOutputElement: 0, gateNode, destinationInputElement: 0)
+                        inserted = node
+                    }
+                    try graph.update()
+                case 6: refused(.invalidConnection) { () throws(AudioUnitError) in try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, filterNode, destinationInputElement: 0) }
+                case 7: refused(.invalidElement) { () throws(AudioUnitError) in try graph.connectNodeInput(ioNode, sourceOutputElement: 1, mixerNode, destinationInputElement: 7) }
+                case 8: refused(.invalidParameter) { () throws(AudioUnitError) in try filter.setParameter(LowPassFilterUnit.Parameter.resonance, .nan, scope: .global) }
+                default: refused(.nodeNotFound) { () throws(AudioUnitError) in try graph.removeNode(AUNode(rawValue: 99_999)) }
                 }
-                // An invalid edit: answered with its code, changes nothing.
-                do throws(AudioUnitError) {
-                    try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, filterNode, destinationInputElement: 0)
-                } catch {
-                    if error == .invalidConnection { invalidAnswered += 1 }
-                }
-                usleep(1_000)
+                usleep(500)
             }
+            let invalidAnswered = invalid
+            #expect(wrongCodes.isEmpty, "\(wrongCodes.prefix(3))")
             let cycles = driver.processCycleCount - cyclesBefore
             let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
             #expect(cycles > 100, "JACK ran \(cycles) cycles during the edits")
-            #expect(invalidAnswered == step, "every invalid edit answered with invalidConnection")
-            #expect(step >= 500, "\(step) rounds of edits (each: 4 parameters, 1 invalid connect; every 5th: add or remove + update)")
+            #expect(invalidAnswered > 100, "\(invalidAnswered) invalid edits, each answered with its code")
+            #expect(edits >= 1000, "\(edits) random edits in 2 s")
             #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
             #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
         }
