@@ -162,6 +162,23 @@ do {
     fail("could not build the graph: \(error)")
 }
 
+/// Connects one side of the client: the ports named with --input/--output if any (waiting up
+/// to 2 s for them: their client may still be starting), else the physical ones when
+/// autoconnecting; says which of our ports stay unconnected.
+@MainActor func connectSide(given: [String], physical: @autoclosure () -> [String], ours: [String],
+                            label: String, physicalLabel: String, outgoing: Bool) throws(JACKDriverError) {
+    guard !given.isEmpty || options.autoconnect else { return }
+    let theirs = given.isEmpty ? physical() : given
+    let timeout: Double = given.isEmpty ? 0 : 2
+    for (their, our) in zip(theirs, ours) {
+        if outgoing { try driver.connect(our, to: their, timeout: timeout) }
+        else { try driver.connect(their, to: our, timeout: timeout) }
+    }
+    if theirs.count < ours.count {
+        say("graphthru: note: \(theirs.count) \(given.isEmpty ? physicalLabel : label) port(s) for \(ours.count) channels; \(ours[theirs.count])… stay unconnected")
+    }
+}
+
 // The JACK client.
 var driverOptions = JACKDriver.Options()
 driverOptions.clientName = options.name
@@ -193,32 +210,10 @@ if let hz = options.lowpass, let filter = graph.nodes.lazy.compactMap({ try? gra
 }
 do {
     try driver.start()
-    if !options.inputs.isEmpty || !options.outputs.isEmpty || !options.autoconnect {
-        // Named ports may belong to a client that is still starting: wait up to 2 s for them.
-        for (port, input) in zip(options.inputs, driver.inputPortNames) { try driver.connect(port, to: input, timeout: 2) }
-        for (output, port) in zip(driver.outputPortNames, options.outputs) { try driver.connect(output, to: port, timeout: 2) }
-        if !options.inputs.isEmpty && options.inputs.count < options.channels {
-            say("graphthru: note: \(options.inputs.count) --input port(s) for \(options.channels) inputs; in_\(options.inputs.count + 1)… stay unconnected")
-        }
-        if !options.outputs.isEmpty && options.outputs.count < options.channels {
-            say("graphthru: note: \(options.outputs.count) --output port(s) for \(options.channels) outputs; out_\(options.outputs.count + 1)… stay unconnected")
-        }
-    }
-    if options.autoconnect {
-        let captures = driver.physicalPorts(capture: true), playbacks = driver.physicalPorts(capture: false)
-        if options.inputs.isEmpty {
-            for (port, input) in zip(captures, driver.inputPortNames) { try driver.connect(port, to: input) }
-            if captures.count < options.channels {
-                say("graphthru: note: \(captures.count) physical capture port(s) for \(options.channels) inputs; in_\(captures.count + 1)… stay unconnected")
-            }
-        }
-        if options.outputs.isEmpty {
-            for (output, port) in zip(driver.outputPortNames, playbacks) { try driver.connect(output, to: port) }
-            if playbacks.count < options.channels {
-                say("graphthru: note: \(playbacks.count) physical playback port(s) for \(options.channels) outputs; out_\(playbacks.count + 1)… stay unconnected")
-            }
-        }
-    }
+    try connectSide(given: options.inputs, physical: driver.physicalPorts(capture: true),
+                    ours: driver.inputPortNames, label: "--input", physicalLabel: "physical capture", outgoing: false)
+    try connectSide(given: options.outputs, physical: driver.physicalPorts(capture: false),
+                    ours: driver.outputPortNames, label: "--output", physicalLabel: "physical playback", outgoing: true)
 } catch {
     driver.close()
     fail("\(error)")
