@@ -114,9 +114,7 @@ extension AudioGraph {
         // Allocation: nothing above allocated render memory, so a throw left no trace.
         let maxFrames = Int(([ioNode] + order).map { topology.nodes[$0]!.maximumFramesPerSlice }.min() ?? 1024)
         let resources = PlanResources()
-        let ioInputOwned = resources.allocateChannels(Int(ioIn.channelsPerFrame), frames: maxFrames)
-        let ioInputBuffers = resources.allocate(UnsafeMutablePointer<Float>.self, count: Int(ioIn.channelsPerFrame))
-        ioInputBuffers.update(from: ioInputOwned, count: Int(ioIn.channelsPerFrame))
+        let (ioInputBuffers, ioInputOwned) = resources.allocateForwardable(Int(ioIn.channelsPerFrame), frames: maxFrames)
         var outputBuffers: [AUNode: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [ioNode: ioInputBuffers]
         var kernels: [AUNode: KernelStorage] = [:]
 
@@ -140,9 +138,7 @@ extension AudioGraph {
             let unit = topology.nodes[node]!
             let formats = resolved[node]!
             let outChannels = Int(formats.outputs[0].channelsPerFrame)
-            let ownedOutput = resources.allocateChannels(outChannels, frames: maxFrames)
-            let output = resources.allocate(UnsafeMutablePointer<Float>.self, count: outChannels)
-            output.update(from: ownedOutput, count: outChannels)
+            let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: maxFrames)
             outputBuffers[node] = output
             let inputChannels = formats.inputs.map { Int($0?.channelsPerFrame ?? 0) }
             let stateCount = unit.kernelStateCount(inputChannels: inputChannels, outputChannels: outChannels)

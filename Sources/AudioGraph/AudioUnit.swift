@@ -106,7 +106,7 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
 
     /// The sample rate the unit currently runs at (its first output format's).
     var currentSampleRate: Double {
-        // No `??` here: its autoclosures allocate in unoptimized builds, and parameter calls use this.
+        // No `??`: its autoclosures allocate in unoptimized builds (parameter calls read this).
         if !outputFormats.isEmpty { return outputFormats[0].sampleRate }
         if !inputFormats.isEmpty { return inputFormats[0].sampleRate }
         return 48_000
@@ -337,8 +337,8 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// Bank layout: input-scope parameters (element-major), then output-scope ones for each
     /// output element, then global ones.
     func slot(_ info: AudioUnitParameterInfo, element: Int, inputElements: Int) -> Int? {
-        // Plain index loops: closures (firstIndex(where:)) allocate in unoptimized builds, and
-        // parameter calls must not allocate in any build.
+        // Plain index loops rather than firstIndex(where:): fewer allocations in unoptimized
+        // builds. Optimized builds allocate nothing here either way (RealTimeSafetyTests).
         let p = parameters
         switch info.scope {
         case .input:

@@ -26,9 +26,9 @@ public struct GraphRenderContext: @unchecked Sendable {
     let shared: Unmanaged<RenderShared>
 
     /// Renders one device cycle: reads `input` as IO element 1 (in place; nothing in the graph
-    /// writes to it), pulls every unit once in pull order, and copies IO element 0 into `output`. Cycles longer than the graph's
-    /// MaximumFramesPerSlice are rendered as several consecutive slices, so a driver may pass any
-    /// period. When the graph is not running, or has no plan, `output` is filled with silence.
+    /// writes to it), pulls every unit once in pull order, and copies IO element 0 into
+    /// `output`. Cycles longer than the graph's MaximumFramesPerSlice are rendered as several
+    /// consecutive slices, so a driver may pass any period. When the graph is not running, or has no plan, `output` is filled with silence.
     ///
     /// - Parameters:
     ///   - frameCount: frames per channel in this cycle, ≥ 0.
@@ -91,8 +91,7 @@ public struct GraphRenderContext: @unchecked Sendable {
             if p.ioInputEnabled, let input, c < inputChannelCount {
                 p.ioInput[c] = input[c] + offset
             } else {
-                p.ioInput[c] = p.ioInputOwned[c]
-                p.ioInput[c].update(repeating: 0, count: frames)
+                p.ioInput[c] = p.ioInputOwned[c]  // all zeros: nothing writes to it
             }
         }
         if let box = p.inputCallback {

@@ -1,8 +1,8 @@
 /// A gain gate whose Mute parameter ramps the gain linearly, so toggling never clicks.
 ///
 /// Input and output have the same format (setting either sets both). Unmuted with the ramp
-/// finished, output is input bit for bit (its buffers are passed on without a copy). Muted with the ramp finished, output
-/// is exact zeros. While ramping, the gain moves by `1 / (RampTime × sampleRate)` per frame,
+/// finished, output is input bit for bit (its buffers are passed on without a copy). Muted
+/// with the ramp finished, output is exact zeros. While ramping, the gain moves by `1 / (RampTime × sampleRate)` per frame,
 /// so no sample step exceeds that fraction of full scale plus the signal's own step.
 /// Thread: parameters from any thread; properties from a control thread.
 public final class MuteGateUnit: AudioUnit, @unchecked Sendable {

@@ -44,7 +44,8 @@ struct RenderPlan {
     var maxFrames: Int
     var sampleRate: Double
     // IO element 1 (device input) as the graph sees it: pointed at the device's buffers each
-    // slice (read-only for every consumer), or at `ioInputOwned` zeroed when input is off.
+    // slice (read-only for every consumer), or at `ioInputOwned`, which stays all zeros (it is
+    // zeroed when allocated and nothing writes to it), when input is off or missing.
     var ioInput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     var ioInputOwned: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     var ioInputChannels: Int
@@ -84,6 +85,16 @@ final class PlanResources: @unchecked Sendable {
         let pointers = allocate(UnsafeMutablePointer<Float>.self, count: channels)
         for c in 0..<channels { pointers[c] = allocate(Float.self, count: frames) }
         return pointers
+    }
+
+    /// Buffers a step may forward instead of filling: its own `[channel]` buffers, and the
+    /// `[channel]` pointer array consumers read, which starts out pointing at them.
+    func allocateForwardable(_ channels: Int, frames: Int)
+        -> (current: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, owned: UnsafeMutablePointer<UnsafeMutablePointer<Float>>) {
+        let owned = allocateChannels(channels, frames: frames)
+        let current = allocate(UnsafeMutablePointer<Float>.self, count: channels)
+        current.update(from: owned, count: channels)
+        return (current, owned)
     }
 
     deinit {

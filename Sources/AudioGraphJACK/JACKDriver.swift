@@ -110,7 +110,8 @@ func audiographJACKProcess(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPoin
 /// activates; then connect. ``close()`` deactivates and closes.
 ///
 /// The process callback is real-time safe (no allocation, lock, I/O or blocking; `@_noLocks`).
-/// Server shutdown sets a flag (``isShutDown``) and nothing else; xruns are counted; a period
+/// Server shutdown sets a flag (``isShutDown``) and writes a byte to ``shutdownFileDescriptor``,
+/// nothing else; xruns are counted; a period
 /// change needs no reallocation, because the graph renders long periods as several slices.
 ///
 /// Thread: control thread, one at a time; the counters are readable from any thread.
