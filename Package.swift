@@ -27,9 +27,18 @@ let package = Package(
             pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]
         ),
+        // libsamplerate from Debian's libsamplerate0-dev: sample-rate conversion. src_process
+        // works in memory allocated by src_new, so it may run on the render thread.
+        .systemLibrary(
+            name: "CSampleRate",
+            path: "Sources/CSampleRate",
+            pkgConfig: "samplerate",
+            providers: [.apt(["libsamplerate0-dev"])]
+        ),
         // The engine core: formats, units, graph, render plan, offline driver. No JACK here.
         .target(
             name: "AudioGraph",
+            dependencies: ["CSampleRate"],
             path: "Sources/AudioGraph"
         ),
         // The JACK driver: a client whose process callback pulls the graph.

@@ -1,0 +1,4 @@
+#ifndef AUDIOGRAPH_CSAMPLERATE_SHIM_H
+#define AUDIOGRAPH_CSAMPLERATE_SHIM_H
+#include <samplerate.h>
+#endif
