@@ -9,6 +9,12 @@ extension AudioGraph {
         let resources: PlanResources
         let formats: [AUNode: ResolvedFormats]
         let kernels: [AUNode: KernelStorage]
+        /// Every converter the plan uses, to keep for the next plan.
+        let converters: [ConverterKey: ConverterStorage]
+        /// Per unit: the largest latency its input conversions add, in seconds.
+        let unitLatency: [AUNode: Double]
+        /// Device input to device output through the plan's conversions, in seconds.
+        let latency: Double
     }
 
     /// The format an element side has at the graph's rate: formats the application set keep
@@ -20,19 +26,16 @@ extension AudioGraph {
     }
 
     /// Builds the plan for `topology`: pull order, formats propagated along connections and
-    /// checked, buffers and kernel state allocated. Nothing outside the result is modified.
+    /// checked, converters where an element's format differs from what its unit processes,
+    /// buffers and kernel state allocated. Nothing outside the result is modified.
     func buildPlan(_ topology: Topology) throws(AudioUnitError) -> BuiltPlan {
         guard let (ioNode, ioUnit) = topology.nodes.first(where: { $0.value is IOUnit }), let io = ioUnit as? IOUnit else {
             throw .outputNodeErr
         }
         let rate = io.deviceOutputFormat.sampleRate
         guard io.deviceInputFormat.sampleRate == rate else { throw .formatNotSupported }
-
-        // The IO unit's application sides must match the device (no conversion yet).
+        // The IO unit's application input side: any valid format, converted from the device's.
         let ioIn = effective(io, .output, IOUnit.inputElement, rate: rate)
-        guard ioIn.isCanonical, ioIn.channelsPerFrame == io.deviceInputFormat.channelsPerFrame, ioIn.sampleRate == rate else {
-            throw .formatNotSupported
-        }
 
         // Pull order: depth-first from what feeds IO element 0; post-order puts sources first.
         var order: [AUNode] = []
@@ -56,7 +59,8 @@ extension AudioGraph {
         let ioOutputKey = InputKey(node: ioNode, element: IOUnit.outputElement)
         if case .connection(let source, _)? = topology.inputs[ioOutputKey] { try visit(source) }
 
-        // Formats, in pull order: an input takes its source's output format.
+        // Formats, in pull order: an input takes its source's output format; a unit renders at
+        // its output format, which must be Float32 non-interleaved (any rate, any channels).
         var resolved: [AUNode: ResolvedFormats] = [:]
         var unconnectedFormats: [AUNode: [StreamFormat]] = [:]
         func sourceFormat(_ node: AUNode, _ element: AudioUnitElement) -> StreamFormat {
@@ -72,65 +76,129 @@ extension AudioGraph {
                 case .callback?: format = effective(unit, .input, element, rate: rate)
                 case nil: format = nil
                 }
-                if let format {
-                    try unit.checkFormat(format, scope: .input, element: element)
-                    guard format.sampleRate == rate else { throw .formatNotSupported }
-                }
+                if let format { try unit.checkFormat(format, scope: .input, element: element) }
                 inputs.append(format)
             }
             var outputs: [StreamFormat] = []
             for element in 0..<unit.elementCount(.output) {
                 outputs.append(effective(unit, .output, element, rate: rate))
             }
-            if unit.linksInputAndOutputFormats, let input = inputs.first ?? nil { outputs[0] = input }
-            for input in inputs {
-                guard let input else { continue }
-                try unit.checkInputChannels(input.channelsPerFrame, outputChannels: outputs[0].channelsPerFrame)
+            // A filter or gate the application did not format follows its input (as Float32).
+            if unit.linksInputAndOutputFormats, !outputs.isEmpty, let input = inputs.first ?? nil,
+               !unit.explicitFormats.contains(AudioUnit.FormatKey(scope: .output, element: 0)) {
+                outputs[0] = input.canonical
             }
             for output in outputs {
-                guard output.isCanonical, output.sampleRate == rate else { throw .formatNotSupported }
+                guard output.isCanonical else { throw .formatNotSupported }
             }
             resolved[node] = ResolvedFormats(inputs: inputs, outputs: outputs)
             // Unconnected inputs carry no audio, but their format follows the rate like any other.
             unconnectedFormats[node] = (0..<unit.elementCount(.input)).map { effective(unit, .input, $0, rate: rate) }
         }
 
-        // What IO element 0 receives must match the device output.
+        // What IO element 0 receives: any valid format, converted to the device's.
         var ioOutFormat: StreamFormat?
         switch topology.inputs[ioOutputKey] {
         case .connection(let source, let element)?: ioOutFormat = sourceFormat(source, element)
         case .callback?: ioOutFormat = effective(io, .input, IOUnit.outputElement, rate: rate)
         case nil: ioOutFormat = nil
         }
-        if let f = ioOutFormat {
-            guard f.isCanonical, f.channelsPerFrame == io.deviceOutputFormat.channelsPerFrame, f.sampleRate == rate else {
-                throw .formatNotSupported
-            }
-        }
         resolved[ioNode] = ResolvedFormats(
             inputs: [ioOutFormat ?? effective(io, .input, IOUnit.outputElement, rate: rate), io.deviceInputFormat],
             outputs: [io.deviceOutputFormat, ioIn])
 
+        // Rate domains: index 0 is the device's rate.
+        var rates: [Double] = [rate]
+        func rateIndex(_ r: Double) -> Int {
+            if let i = rates.firstIndex(of: r) { return i }
+            rates.append(r)
+            return rates.count - 1
+        }
+
         // Allocation: nothing above allocated render memory, so a throw left no trace.
         let maxFrames = Int(([ioNode] + order).map { topology.nodes[$0]!.maximumFramesPerSlice }.min() ?? 1024)
         let resources = PlanResources()
-        let (ioInputBuffers, ioInputOwned) = resources.allocateForwardable(Int(ioIn.channelsPerFrame), frames: maxFrames)
-        var outputBuffers: [AUNode: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [ioNode: ioInputBuffers]
-        var kernels: [AUNode: KernelStorage] = [:]
+        var converters: [ConverterKey: ConverterStorage] = [:]
+        func converter(_ key: ConverterKey) throws(AudioUnitError) -> ConverterStorage {
+            let storage: ConverterStorage
+            if let existing = converterCache[key] { storage = existing } else { storage = try ConverterStorage(key) }
+            converters[key] = storage
+            resources.retained.append(storage)
+            return storage
+        }
+        func frames(at r: Double) -> Int { RateDomains.capacity(maxFrames, rate: r, graphRate: rate) }
 
-        func planInput(_ key: InputKey, format: StreamFormat?) -> PlanInput {
+        // IO element 1: the device's channels, converted when the application side differs.
+        let deviceChannels = Int(io.deviceInputFormat.channelsPerFrame)
+        let (ioDevice, ioDeviceSilence) = resources.allocateForwardable(deviceChannels, frames: maxFrames)
+        var ioInput = ioDevice
+        var ioInputConverter: UnsafeMutablePointer<PlanConverter>?
+        var latencyOut: [AUNode: Double] = [:]
+        let ioInRateIndex = rateIndex(ioIn.sampleRate)
+        if ioIn.sampleRate != rate || Int(ioIn.channelsPerFrame) != deviceChannels || !ioIn.isFloat {
+            let storage = try converter(ConverterKey(
+                site: .deviceInput, node: ioNode, element: IOUnit.inputElement,
+                sourceChannels: deviceChannels, sourceRate: rate,
+                destinationChannels: Int(ioIn.channelsPerFrame), destinationRate: ioIn.sampleRate,
+                graphRate: rate, maxFrames: maxFrames))
+            ioInputConverter = storage.converter
+            ioInput = storage.converter.pointee.output
+            latencyOut[ioNode] = storage.latency
+        } else {
+            latencyOut[ioNode] = 0
+        }
+        var ioInputRaw: UnsafeMutablePointer<UnsafeMutableRawPointer>?
+        if !ioIn.isCanonical, io.inputCallback != nil {
+            ioInputRaw = resources.allocateRaw(ioIn.bufferCount, bytes: frames(at: ioIn.sampleRate) * Int(ioIn.bytesPerFrame))
+        }
+        var outputBuffers: [AUNode: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [ioNode: ioInput]
+        var kernels: [AUNode: KernelStorage] = [:]
+        var unitLatency: [AUNode: Double] = [:]
+
+        /// The plan's view of one input element fed in `format`, for a unit that processes
+        /// `channels` channels at `unitRate` and takes `accepts` channel counts as they are.
+        func planInput(_ key: InputKey, format: StreamFormat?, site: ConverterKey.Site,
+                       channels: Int, unitRate: Double, accepts: (Int) -> Bool) throws(AudioUnitError) -> (PlanInput, Double) {
+            var input = PlanInput(channels: nil, channelCount: 0, callback: nil, element: key.element,
+                                  source: nil, sourceRateIndex: 0, raw: nil,
+                                  rawLayout: RawLayout(kind: .float32, interleaved: false, channels: 0), rawBytesPerFrame: 0,
+                                  converter: nil, destinationRateIndex: rateIndex(unitRate))
+            guard let format else { return (input, 0) }
+            var latency = 0.0
             switch topology.inputs[key] {
             case .connection(let source, _)?:
-                return PlanInput(channels: outputBuffers[source]!, channelCount: Int(format!.channelsPerFrame),
-                                 callback: nil, element: key.element)
+                input.source = outputBuffers[source]!
+                latency = latencyOut[source] ?? 0
             case .callback(let box)?:
                 resources.retained.append(box)
-                let channels = Int(format!.channelsPerFrame)
-                return PlanInput(channels: resources.allocateChannels(channels, frames: maxFrames), channelCount: channels,
-                                 callback: Unmanaged.passUnretained(box).toOpaque(), element: key.element)
+                input.callback = Unmanaged.passUnretained(box).toOpaque()
+                input.source = resources.allocateChannels(Int(format.channelsPerFrame), frames: frames(at: format.sampleRate))
+                input.rawLayout = RawLayout(format)
+                if !format.isCanonical {
+                    input.raw = resources.allocateRaw(format.bufferCount, bytes: frames(at: format.sampleRate) * Int(format.bytesPerFrame))
+                    input.rawBytesPerFrame = Int(format.bytesPerFrame)
+                }
             case nil:
-                return PlanInput(channels: nil, channelCount: 0, callback: nil, element: key.element)
+                return (input, 0)
             }
+            input.sourceRateIndex = rateIndex(format.sampleRate)
+            let sourceChannels = Int(format.channelsPerFrame)
+            if format.sampleRate == unitRate && accepts(sourceChannels) {
+                input.channels = input.source
+                input.channelCount = sourceChannels
+            } else {
+                let storage = try converter(ConverterKey(
+                    site: site, node: key.node, element: key.element,
+                    sourceChannels: sourceChannels, sourceRate: format.sampleRate,
+                    destinationChannels: channels, destinationRate: unitRate,
+                    graphRate: rate, maxFrames: maxFrames))
+                input.converter = storage.converter
+                input.channels = storage.converter.pointee.output
+                input.channelCount = channels
+                latency += storage.latency
+                unitLatency[key.node] = max(unitLatency[key.node] ?? 0, storage.latency)
+            }
+            return (input, latency)
         }
 
         let steps = resources.allocate(PlanStep.self, count: order.count)
@@ -138,9 +206,21 @@ extension AudioGraph {
             let unit = topology.nodes[node]!
             let formats = resolved[node]!
             let outChannels = Int(formats.outputs[0].channelsPerFrame)
-            let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: maxFrames)
+            let unitRate = formats.outputs[0].sampleRate
+            let inputs = resources.allocate(PlanInput.self, count: formats.inputs.count)
+            var latency = 0.0
+            for element in 0..<formats.inputs.count {
+                let (input, inputLatency) = try planInput(InputKey(node: node, element: AudioUnitElement(element)),
+                                                          format: formats.inputs[element], site: .unitInput,
+                                                          channels: outChannels, unitRate: unitRate,
+                                                          accepts: { unit.acceptsInputChannels($0, outputChannels: outChannels) })
+                inputs[element] = input
+                latency = max(latency, inputLatency)
+            }
+            latencyOut[node] = latency
+            let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: frames(at: unitRate))
             outputBuffers[node] = output
-            let inputChannels = formats.inputs.map { Int($0?.channelsPerFrame ?? 0) }
+            let inputChannels = (0..<formats.inputs.count).map { inputs[$0].channelCount }
             let stateCount = unit.kernelStateCount(inputChannels: inputChannels, outputChannels: outChannels)
             let kernel: KernelStorage
             if let existing = unit.kernel, existing.count == stateCount {
@@ -151,16 +231,16 @@ extension AudioGraph {
             }
             kernels[node] = kernel
             resources.retained.append(contentsOf: [unit, unit.bank, kernel] as [AnyObject])
-            let inputs = resources.allocate(PlanInput.self, count: inputChannels.count)
-            for element in 0..<inputChannels.count {
-                inputs[element] = planInput(InputKey(node: node, element: AudioUnitElement(element)), format: formats.inputs[element])
-            }
             steps[index] = PlanStep(kind: unit.kernelKind, state: kernel.floats, parameters: unit.bank.values,
-                                    inputs: inputs, inputCount: inputChannels.count,
+                                    inputs: inputs, inputCount: formats.inputs.count,
                                     output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
-                                    sampleRate: Float(rate))
+                                    sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate))
         }
 
+        let deviceOutChannels = Int(io.deviceOutputFormat.channelsPerFrame)
+        let (ioOutput, outputLatency) = try planInput(ioOutputKey, format: ioOutFormat, site: .deviceOutput,
+                                                      channels: deviceOutChannels, unitRate: rate,
+                                                      accepts: { $0 == deviceOutChannels })
         var inputCallback: UnsafeMutableRawPointer?
         if let callback = io.inputCallback {
             let box = CallbackBox(input: callback)
@@ -168,18 +248,28 @@ extension AudioGraph {
             inputCallback = Unmanaged.passUnretained(box).toOpaque()
         }
         resources.retained.append(io)
+        let domainRates = resources.allocate(Double.self, count: rates.count)
+        for (i, r) in rates.enumerated() { domainRates[i] = r }
+        let domains = RateDomains(rates: domainRates, rateCount: rates.count,
+                                  frames: resources.allocate(Int.self, count: rates.count),
+                                  times: resources.allocate(Double.self, count: rates.count))
         let plan = resources.allocate(RenderPlan.self, count: 1)
         plan.initialize(to: RenderPlan(
             steps: steps, stepCount: order.count, maxFrames: maxFrames, sampleRate: rate,
-            ioInput: ioInputBuffers, ioInputOwned: ioInputOwned, ioInputChannels: Int(ioIn.channelsPerFrame),
+            ioInput: ioInput, ioInputChannels: Int(ioIn.channelsPerFrame),
             ioInputEnabled: io.inputEnabled,
             inputCallback: inputCallback,
-            ioOutput: planInput(ioOutputKey, format: ioOutFormat), ioOutputEnabled: io.outputEnabled))
+            ioOutput: ioOutput, ioOutputEnabled: io.outputEnabled,
+            domains: domains,
+            ioDevice: ioDevice, ioDeviceSilence: ioDeviceSilence, ioDeviceChannels: deviceChannels,
+            ioInputConverter: ioInputConverter, ioInputRateIndex: ioInRateIndex,
+            ioInputLayout: RawLayout(ioIn), ioInputRaw: ioInputRaw, ioInputRawBytesPerFrame: Int(ioIn.bytesPerFrame)))
         resources.plan = plan
         for (node, formats) in unconnectedFormats {
             resolved[node]!.inputs = zip(resolved[node]!.inputs, formats).map { $0 ?? $1 }
         }
-        return BuiltPlan(resources: resources, formats: resolved, kernels: kernels)
+        return BuiltPlan(resources: resources, formats: resolved, kernels: kernels, converters: converters,
+                         unitLatency: unitLatency, latency: outputLatency)
     }
 
     /// A readable dump of the graph, like `CAShow`: nodes with their formats, connections and

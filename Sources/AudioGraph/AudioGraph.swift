@@ -66,6 +66,11 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     let shared = RenderShared()
     private var currentResources: PlanResources?
     private var retired: [PlanResources] = []
+    /// The converters of the published plan, reused by the next plan where they convert the same
+    /// way (their resampler history and FIFO carry on, so an untouched path has no gap).
+    var converterCache: [ConverterKey: ConverterStorage] = [:]
+    /// Device input to device output latency added by format conversions, in seconds.
+    public private(set) var renderLatency: Double = 0
 
     /// Whether ``initialize()`` has succeeded (and ``uninitialize()`` not been called since).
     public private(set) var isInitialized = false
@@ -307,6 +312,9 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         stop()
         guard isInitialized else { return }
         publish(nil)
+        converterCache = [:]
+        renderLatency = 0
+        shared.latencyFrames.store(0, ordering: .relaxed)
         isInitialized = false
         for unit in committed.nodes.values { unit.isInitialized = false }
     }
@@ -363,7 +371,13 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
                 unit.outputFormats = formats.outputs
             }
             for (node, kernel) in built.kernels { target.nodes[node]?.kernel = kernel }
-            for unit in target.nodes.values { unit.isInitialized = true }
+            for (node, unit) in target.nodes {
+                unit.isInitialized = true
+                unit.conversionLatency = built.unitLatency[node] ?? 0
+            }
+            converterCache = built.converters
+            renderLatency = built.latency
+            shared.latencyFrames.store(UInt32((built.latency * (target.nodes.values.compactMap { $0 as? IOUnit }.first?.deviceOutputFormat.sampleRate ?? 0)).rounded()), ordering: .relaxed)
             publish(built.resources)
         }
         for unit in removed {

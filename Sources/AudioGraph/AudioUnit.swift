@@ -89,17 +89,21 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// Whether (scope, element) is a device side whose format the app cannot write (IO unit).
     func isDeviceSide(_ scope: AudioUnitScope, _ element: AudioUnitElement) -> Bool { false }
 
-    /// Unit-specific format rules beyond ``StreamFormat/validate()``.
+    /// Unit-specific format rules beyond ``StreamFormat/validate()``: a unit renders Float32
+    /// non-interleaved at its output format (any rate and channel count); its inputs take any
+    /// valid format, which the graph converts to the output's rate and channel count.
     func checkFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) {
-        // The engine renders Float32 non-interleaved; other layouts are converted at the edges only.
-        guard format.isCanonical else { throw .formatNotSupported }
+        if scope == .output { guard format.isCanonical else { throw .formatNotSupported } }
     }
 
-    /// Whether an input with `inputChannels` can feed an output with `outputChannels` (checked
-    /// when the graph compiles, after formats have propagated along connections).
-    func checkInputChannels(_ inputChannels: UInt32, outputChannels: UInt32) throws(AudioUnitError) {
-        guard inputChannels == outputChannels else { throw .formatNotSupported }
+    /// Whether the kernel takes an input of `inputChannels` as it is (no conversion) when the
+    /// output has `outputChannels` and the rates match.
+    func acceptsInputChannels(_ inputChannels: Int, outputChannels: Int) -> Bool {
+        inputChannels == outputChannels
     }
+
+    /// The largest latency the unit's input conversions add, in seconds (set when a plan is applied).
+    var conversionLatency: Double = 0
 
     /// The parameter's upper bound at the unit's current sample rate.
     func maxValue(of info: AudioUnitParameterInfo) -> Float { info.maxValue }
@@ -147,7 +151,11 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
             return .float64(try streamFormat(scope: scope, element: element).sampleRate)
         case .elementCount:
             return .uint32(elementCount(scope))
-        case .latency, .tailTime:
+        case .latency:
+            guard scope == .global else { throw .invalidScope }
+            try checkElement(scope, element)
+            return .float64(conversionLatency)
+        case .tailTime:
             guard scope == .global else { throw .invalidScope }
             try checkElement(scope, element)
             return .float64(0)
@@ -298,7 +306,9 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     func applyFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) {
         let sides: [AudioUnitScope] = linksInputAndOutputFormats ? [.input, .output] : [scope]
         for side in sides {
-            if side == .input { inputFormats[Int(element)] = format } else { outputFormats[Int(element)] = format }
+            // A linked output renders the input's rate and channels, as Float32 non-interleaved.
+            let stored = side == scope ? format : format.canonical
+            if side == .input { inputFormats[Int(element)] = stored } else { outputFormats[Int(element)] = stored }
             explicitFormats.insert(FormatKey(scope: side, element: element))
         }
     }

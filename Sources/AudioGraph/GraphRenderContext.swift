@@ -14,6 +14,8 @@ final class RenderShared: @unchecked Sendable {
     let sampleTime = Atomic<UInt64>(0)
     let cycles = Atomic<UInt64>(0)
     let renderErrors = Atomic<UInt64>(0)
+    /// The published plan's conversion latency, in frames at the graph's rate.
+    let latencyFrames = Atomic<UInt32>(0)
     /// `pthread_self()` of the thread inside `render`, 0 outside; edits from it are refused.
     let renderThread = Atomic<UInt>(0)
 }
@@ -24,6 +26,13 @@ final class RenderShared: @unchecked Sendable {
 /// graph lives. `render` is the only entry point the render thread needs.
 public struct GraphRenderContext: @unchecked Sendable {
     let shared: Unmanaged<RenderShared>
+
+    /// Frames (at the graph's rate) by which the published plan's format conversions delay
+    /// device input on its way to device output: what a driver adds to its ports' latency.
+    /// 0 when nothing resamples. Thread: any (an atomic read).
+    public var latencyFrames: Int {
+        Int(shared._withUnsafeGuaranteedRef { $0.latencyFrames.load(ordering: .relaxed) })
+    }
 
     /// Renders one device cycle: reads `input` as IO element 1 (in place; nothing in the graph
     /// writes to it), pulls every unit once in pull order, and copies IO element 0 into
@@ -85,44 +94,59 @@ public struct GraphRenderContext: @unchecked Sendable {
                             sampleTime: Double) -> UInt64 {
         let p = plan.pointee
         var errors: UInt64 = 0
-        let timeStamp = AudioTimeStamp(sampleTime: sampleTime)
-        // 1. IO element 1 reads the device's buffers in place (nothing writes to them), or silence.
-        for c in 0..<p.ioInputChannels {
+        let domains = p.domains
+        domains.advance(graphTime: sampleTime, frames: frames)
+        // 1. IO element 1 reads the device's buffers in place (nothing writes to them), or
+        //    silence; converted to the application side's format when that differs.
+        for c in 0..<p.ioDeviceChannels {
             if p.ioInputEnabled, let input, c < inputChannelCount {
-                p.ioInput[c] = input[c] + offset
+                p.ioDevice[c] = input[c] + offset
             } else {
-                p.ioInput[c] = p.ioInputOwned[c]  // all zeros: nothing writes to it
+                p.ioDevice[c] = p.ioDeviceSilence[c]  // all zeros: nothing writes to it
             }
         }
+        let inputFrames = domains.frames[p.ioInputRateIndex]
+        if let converter = p.ioInputConverter {
+            errors &+= converter.pointee.render(p.ioDevice, sourceFrames: frames, destinationFrames: inputFrames)
+            SampleConversion.quantize(p.ioInput, channels: p.ioInputChannels, frames: inputFrames, kind: p.ioInputLayout.kind)
+        }
         if let box = p.inputCallback {
-            let list = AudioBufferList(channelPointers: UnsafePointer(p.ioInput), channelCount: p.ioInputChannels, frameCount: frames)
+            let timeStamp = AudioTimeStamp(sampleTime: domains.times[p.ioInputRateIndex])
+            let list: AudioBufferList
+            if let raw = p.ioInputRaw {
+                SampleConversion.encode(p.ioInput, p.ioInputLayout, offset: 0, frames: inputFrames, into: raw)
+                list = AudioBufferList(raw: raw, layout: p.ioInputLayout, bytesPerFrame: p.ioInputRawBytesPerFrame, frameCount: inputFrames)
+            } else {
+                list = AudioBufferList(channelPointers: UnsafePointer(p.ioInput), channelCount: p.ioInputChannels, frameCount: inputFrames)
+            }
             _unsafePerformance {
                 Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.input?(timeStamp, list) }
             }
         }
-        // 2. Units in pull order.
+        // 2. Units in pull order, each at its own rate.
         for i in 0..<p.stepCount {
             let step = p.steps + i
             for k in 0..<step.pointee.inputCount {
-                errors &+= pullCallback(step.pointee.inputs + k, frames: frames, timeStamp: timeStamp)
+                errors &+= pullInput(step.pointee.inputs + k, domains)
             }
+            let n = domains.frames[step.pointee.rateIndex]
             let owned = step.pointee.ownedOutput, output = step.pointee.output
             for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
             switch step.pointee.kind {
-            case .mixer: MixerKernel.render(step, frames: frames)
-            case .lowPass: LowPassKernel.render(step, frames: frames)
-            case .muteGate: MuteGateKernel.render(step, frames: frames)
+            case .mixer: MixerKernel.render(step, frames: n)
+            case .lowPass: LowPassKernel.render(step, frames: n)
+            case .muteGate: MuteGateKernel.render(step, frames: n)
             case .passthrough:
                 let s = step.pointee
                 for c in 0..<s.outputChannelCount {
-                    if let src = s.inputs[0].channels, c < s.inputs[0].channelCount { copy(src[c], to: s.output[c], frames: frames) }
-                    else { s.output[c].update(repeating: 0, count: frames) }
+                    if let src = s.inputs[0].channels, c < s.inputs[0].channelCount { copy(src[c], to: s.output[c], frames: n) }
+                    else { s.output[c].update(repeating: 0, count: n) }
                 }
             }
         }
-        // 3. IO element 0 to the device.
+        // 3. IO element 0 to the device (converted to the device's format by its input).
         var ioOutput = p.ioOutput
-        errors &+= pullCallback(&ioOutput, frames: frames, timeStamp: timeStamp)
+        errors &+= pullInput(&ioOutput, domains)
         for c in 0..<outputChannelCount {
             let dst = output[c] + offset
             if p.ioOutputEnabled, let src = ioOutput.channels, c < ioOutput.channelCount {
@@ -134,21 +158,41 @@ public struct GraphRenderContext: @unchecked Sendable {
         return errors
     }
 
-    /// Fills a render-callback input: zeroed first, silenced again if the callback fails.
+    /// Prepares one input element for its unit: runs its render callback (zeroed first,
+    /// silenced again if the callback fails; decoded from the callback's format), then its
+    /// converter. Returns the render errors counted (failed callbacks, converter glitches).
     @_noLocks @inline(__always)
-    static func pullCallback(_ input: UnsafeMutablePointer<PlanInput>, frames: Int, timeStamp: AudioTimeStamp) -> UInt64 {
-        guard let box = input.pointee.callback, let channels = input.pointee.channels else { return 0 }
-        let count = input.pointee.channelCount
-        zero(channels, channels: count, frames: frames)
-        let list = AudioBufferList(channelPointers: UnsafePointer(channels), channelCount: count, frameCount: frames)
-        let element = input.pointee.element
-        let status = _unsafePerformance {
-            Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.render?(timeStamp, element, list) ?? 0 }
+    static func pullInput(_ input: UnsafeMutablePointer<PlanInput>, _ domains: RateDomains) -> UInt64 {
+        var errors: UInt64 = 0
+        let sourceFrames = domains.frames[input.pointee.sourceRateIndex]
+        if let box = input.pointee.callback, let source = input.pointee.source {
+            let timeStamp = AudioTimeStamp(sampleTime: domains.times[input.pointee.sourceRateIndex])
+            let layout = input.pointee.rawLayout
+            let element = input.pointee.element
+            let list: AudioBufferList
+            if let raw = input.pointee.raw {
+                let buffers = layout.interleaved ? 1 : layout.channels
+                let bytes = input.pointee.rawBytesPerFrame &* sourceFrames
+                for b in 0..<buffers { raw[b].initializeMemory(as: UInt8.self, repeating: 0, count: bytes) }
+                list = AudioBufferList(raw: raw, layout: layout, bytesPerFrame: input.pointee.rawBytesPerFrame, frameCount: sourceFrames)
+            } else {
+                zero(source, channels: layout.channels, frames: sourceFrames)
+                list = AudioBufferList(channelPointers: UnsafePointer(source), channelCount: layout.channels, frameCount: sourceFrames)
+            }
+            let status = _unsafePerformance {
+                Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.render?(timeStamp, element, list) ?? 0 }
+            }
+            if status != 0 {
+                zero(source, channels: layout.channels, frames: sourceFrames)
+                errors &+= 1
+            } else if let raw = input.pointee.raw {
+                SampleConversion.decode(raw, layout, offset: 0, frames: sourceFrames, into: source)
+            }
         }
-        if status != 0 {
-            zero(channels, channels: count, frames: frames)
-            return 1
+        if let converter = input.pointee.converter {
+            errors &+= converter.pointee.render(input.pointee.source, sourceFrames: sourceFrames,
+                                                destinationFrames: domains.frames[input.pointee.destinationRateIndex])
         }
-        return 0
+        return errors
     }
 }

@@ -9,8 +9,10 @@
 /// enable it on input scope, element 1, before initializing. A disabled input delivers silence;
 /// a disabled output delivers silence to the device.
 ///
-/// The application sides must currently match the device channel count and sample rate and be
-/// Float32 non-interleaved (initialize/update throws formatNotSupported otherwise).
+/// The application sides take any valid format — another sample rate, channel count, Int16 or
+/// Int32, interleaved — like RemoteIO's client formats: the graph converts between them and the
+/// device (see ``AudioConverter`` for the stages; resampling adds latency, reported by
+/// ``AudioGraph/renderLatency``).
 /// Thread: control thread, like every ``AudioUnit``.
 public final class IOUnit: AudioUnit, @unchecked Sendable {
     /// The output element, feeding the device (`kOutputBus` = 0 in Apple's samples).
@@ -31,6 +33,9 @@ public final class IOUnit: AudioUnit, @unchecked Sendable {
     override func isDeviceSide(_ scope: AudioUnitScope, _ element: AudioUnitElement) -> Bool {
         (scope == .input && element == IOUnit.inputElement) || (scope == .output && element == IOUnit.outputElement)
     }
+
+    /// Both application sides take any valid format (the graph converts to and from the device's).
+    override func checkFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) {}
 
     /// The device's input format (input scope, element 1): what the driver captures.
     public var deviceInputFormat: StreamFormat { inputFormats[1] }

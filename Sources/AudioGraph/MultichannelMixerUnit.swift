@@ -44,9 +44,9 @@ public final class MultichannelMixerUnit: AudioUnit, @unchecked Sendable {
 
     override func canSetElementCount(_ scope: AudioUnitScope) -> Bool { scope == .input }
 
-    /// Same channel count as the output, or mono (copied to every output channel).
-    override func checkInputChannels(_ inputChannels: UInt32, outputChannels: UInt32) throws(AudioUnitError) {
-        guard inputChannels == 1 || inputChannels == outputChannels else { throw .formatNotSupported }
+    /// Same channel count as the output, or mono (the kernel copies it to every output channel).
+    override func acceptsInputChannels(_ inputChannels: Int, outputChannels: Int) -> Bool {
+        inputChannels == 1 || inputChannels == outputChannels
     }
 
     override var kernelKind: KernelKind { .mixer }

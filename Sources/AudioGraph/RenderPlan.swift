@@ -10,12 +10,26 @@ enum KernelKind: UInt8 {
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.
 struct PlanInput {
-    /// `[channel]` pointers to `maxFrames` floats, or nil when the element is unconnected (silence).
+    /// `[channel]` pointers to the frames the unit reads, in its processing format (its rate,
+    /// `channelCount` channels), or nil when the element is unconnected (silence).
     var channels: UnsafeMutablePointer<UnsafeMutablePointer<Float>>?
     var channelCount: Int
     /// For a render-callback input: an unretained `CallbackBox` (kept alive by the plan's resources).
     var callback: UnsafeMutableRawPointer?
     var element: UInt32
+    /// What the element receives before conversion: the source's output buffers, or the
+    /// callback's buffers decoded to Float32. Equal to `channels` when nothing converts.
+    var source: UnsafeMutablePointer<UnsafeMutablePointer<Float>>?
+    var sourceRateIndex: Int
+    /// A render callback in a non-canonical format fills these raw buffers (the callback
+    /// format's `bufferCount` of them), decoded into `source` afterwards.
+    var raw: UnsafeMutablePointer<UnsafeMutableRawPointer>?
+    var rawLayout: RawLayout
+    var rawBytesPerFrame: Int
+    /// Channel/rate conversion from `source` to `channels`, when the two differ, and the rate
+    /// domain of `channels` (the unit's).
+    var converter: UnsafeMutablePointer<PlanConverter>?
+    var destinationRateIndex: Int
 }
 
 /// One unit's work in a cycle. Trivial: everything it points to is owned by `PlanResources`.
@@ -33,7 +47,9 @@ struct PlanStep {
     /// The step's own buffers, `maxFrames` floats per channel.
     var ownedOutput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     var outputChannelCount: Int
+    /// The unit's rate (its output format's), and that rate's index in the plan's domains.
     var sampleRate: Float
+    var rateIndex: Int
 }
 
 /// An immutable compiled graph: units in pull order with preallocated buffers for
@@ -43,17 +59,31 @@ struct RenderPlan {
     var stepCount: Int
     var maxFrames: Int
     var sampleRate: Double
-    // IO element 1 (device input) as the graph sees it: pointed at the device's buffers each
-    // slice (read-only for every consumer), or at `ioInputOwned`, which stays all zeros (it is
-    // zeroed when allocated and nothing writes to it), when input is off or missing.
+    // IO element 1 (device input) as the graph sees it, `ioInputChannels` channels at the
+    // application side's rate. Without conversion it is the `ioDevice` array itself: pointed at
+    // the device's buffers each slice (read-only for every consumer), or at `ioDeviceSilence`,
+    // which stays all zeros (nothing writes to it), when input is off or missing.
     var ioInput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    var ioInputOwned: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     var ioInputChannels: Int
     var ioInputEnabled: Bool
     var inputCallback: UnsafeMutableRawPointer?
     // What feeds IO element 0 (device output).
     var ioOutput: PlanInput
     var ioOutputEnabled: Bool
+    /// The rates units run at, and the frames each gets per slice.
+    var domains: RateDomains
+    /// When the IO unit's application input side differs from the device: `ioDevice` holds the
+    /// device's `[channel]` pointers for the slice, converted into `ioInput`; `ioInputLayout`
+    /// says which integer steps to round to; `ioInputRaw` holds the callback's encoded copy
+    /// for a non-canonical application format.
+    var ioDevice: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var ioDeviceSilence: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var ioDeviceChannels: Int
+    var ioInputConverter: UnsafeMutablePointer<PlanConverter>?
+    var ioInputRateIndex: Int
+    var ioInputLayout: RawLayout
+    var ioInputRaw: UnsafeMutablePointer<UnsafeMutableRawPointer>?
+    var ioInputRawBytesPerFrame: Int
 }
 
 /// Owns a callback closure so a plan can hold it as a raw pointer.
@@ -95,6 +125,13 @@ final class PlanResources: @unchecked Sendable {
         let current = allocate(UnsafeMutablePointer<Float>.self, count: channels)
         current.update(from: owned, count: channels)
         return (current, owned)
+    }
+
+    /// `count` raw buffers of `bytes` bytes each, zeroed, as a pointer array.
+    func allocateRaw(_ count: Int, bytes: Int) -> UnsafeMutablePointer<UnsafeMutableRawPointer> {
+        let pointers = allocate(UnsafeMutableRawPointer.self, count: count)
+        for i in 0..<count { pointers[i] = UnsafeMutableRawPointer(allocate(UInt8.self, count: bytes)) }
+        return pointers
     }
 
     deinit {

@@ -70,9 +70,10 @@ struct AudioGraphTests {
         #expect(try chain.render(input) == input)
         let before = graph.connections
 
-        // A 3-channel mixer cannot feed a stereo device: the whole batch fails at update().
+        // A mixer at 100 Hz cannot feed a 48 kHz device (libsamplerate converts ratios up to
+        // 256): the whole batch fails at update().
         let odd = MultichannelMixerUnit(inputs: 1)
-        try odd.setStreamFormat(try .float32(sampleRate: 48_000, channels: 3), scope: .output, element: 0)
+        try odd.setStreamFormat(try .float32(sampleRate: 100, channels: 2), scope: .output, element: 0)
         let oddNode = try graph.addNode(odd)
         try graph.disconnectNodeInput(chain.ioNode, inputElement: 0)
         try graph.connectNodeInput(chain.nodes[1], sourceOutputElement: 0, oddNode, destinationInputElement: 0)

@@ -50,12 +50,35 @@ struct AudioUnitPropertyTests {
 
     @Test func unsupportedFormatsAreRejectedAtTheCall() throws {
         let gate = MuteGateUnit()
+        let mixer = MultichannelMixerUnit()
+        // Units render Float32 non-interleaved: other output formats are refused at the call.
         let int16 = try StreamFormat.int16(sampleRate: 48_000, channels: 2)
-        #expect(throws: AudioUnitError.formatNotSupported) { try gate.setStreamFormat(int16, scope: .input, element: 0) }
-        var bad = stereo
-        bad.sampleRate = 0
-        #expect(throws: AudioUnitError.formatNotSupported) { try gate.setStreamFormat(bad, scope: .input, element: 0) }
+        let interleaved = try StreamFormat.float32(sampleRate: 48_000, channels: 2, interleaved: true)
+        for unit in [gate, mixer] as [AudioUnit] {
+            #expect(throws: AudioUnitError.formatNotSupported) { try unit.setStreamFormat(int16, scope: .output, element: 0) }
+            #expect(throws: AudioUnitError.formatNotSupported) { try unit.setStreamFormat(interleaved, scope: .output, element: 0) }
+        }
+        // Formats that are not formats: 0 Hz, 0 channels, byte counts that disagree, 24-bit.
+        var zeroRate = stereo; zeroRate.sampleRate = 0
+        var zeroChannels = stereo; zeroChannels.channelsPerFrame = 0
+        var mismatched = int16; mismatched.bytesPerFrame = 3
+        var int24 = int16; int24.bitsPerChannel = 24; int24.bytesPerFrame = 6; int24.bytesPerPacket = 6
+        var nanRate = stereo; nanRate.sampleRate = .nan
+        for bad in [zeroRate, zeroChannels, mismatched, int24, nanRate] {
+            for scope in [AudioUnitScope.input, .output] {
+                #expect(throws: AudioUnitError.formatNotSupported) { try gate.setStreamFormat(bad, scope: scope, element: 0) }
+                #expect(throws: AudioUnitError.formatNotSupported) { try mixer.setStreamFormat(bad, scope: scope, element: 0) }
+            }
+        }
         #expect(try gate.streamFormat(scope: .input, element: 0) == stereo, "unchanged after the failures")
+        #expect(try mixer.streamFormat(scope: .output, element: 0) == stereo, "unchanged after the failures")
+        // Inputs take any valid format (the graph converts); a linked unit's output follows as Float32.
+        let int16Mono16k = try StreamFormat.int16(sampleRate: 16_000, channels: 1)
+        try gate.setStreamFormat(int16Mono16k, scope: .input, element: 0)
+        #expect(try gate.streamFormat(scope: .output, element: 0) == .float32(sampleRate: 16_000, channels: 1),
+                "gate sides follow each other")
+        try mixer.setStreamFormat(int16Mono16k, scope: .input, element: 3)
+        #expect(try mixer.streamFormat(scope: .input, element: 3) == int16Mono16k)
         try gate.setStreamFormat(mono, scope: .input, element: 0)
         #expect(try gate.streamFormat(scope: .output, element: 0) == mono, "gate sides follow each other")
     }
