@@ -68,9 +68,15 @@ let package = Package(
             dependencies: ["AudioGraph", "CReference"],
             path: "Benchmarks/graphbench"
         ),
+        // Test support shared by both test targets (driving converters over whole signals).
+        .target(
+            name: "AudioGraphTestSupport",
+            dependencies: ["AudioGraph"],
+            path: "Tests/AudioGraphTestSupport"
+        ),
         .testTarget(
             name: "AudioGraphTests",
-            dependencies: ["AudioGraph"],
+            dependencies: ["AudioGraph", "AudioGraphTestSupport"],
             path: "Tests/AudioGraphTests"
         ),
         // Test support: counts allocations and lock calls on armed threads (interposes malloc).
@@ -81,7 +87,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioGraphJACKTests",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "CJack", "CSndFile", "CAllocCounter"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "AudioGraphTestSupport", "CJack", "CSndFile", "CAllocCounter"],
             path: "Tests/AudioGraphJACKTests"
         ),
     ],

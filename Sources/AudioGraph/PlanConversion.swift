@@ -1,3 +1,4 @@
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -157,8 +158,7 @@ final class ConverterStorage: @unchecked Sendable {
                 throw .formatNotSupported
             }
             resampler = r
-            prefill = ConverterStorage.measurePrefill(r, sourceRate: key.sourceRate, destinationRate: key.destinationRate,
-                                                      graphRate: key.graphRate, maxFrames: key.maxFrames)
+            prefill = ConverterStorage.prefill(r, key)
             fifoCapacity = prefill + r.maxOutput + destinationMax + 64
         } else {
             resampler = nil
@@ -192,9 +192,22 @@ final class ConverterStorage: @unchecked Sendable {
         for block in blocks { block.deallocate() }
     }
 
+    /// Prefills already measured, by (source rate, destination rate, graph rate, slice size):
+    /// the deficit does not depend on the channel count, and measuring takes about a millisecond.
+    private static let measured = Mutex<[[Double]: Int]>([:])
+
+    static func prefill(_ r: Resampler, _ key: ConverterKey) -> Int {
+        let id = [key.sourceRate, key.destinationRate, key.graphRate, Double(key.maxFrames)]
+        if let known = measured.withLock({ $0[id] }) { return known }
+        let value = measurePrefill(r, sourceRate: key.sourceRate, destinationRate: key.destinationRate,
+                                   graphRate: key.graphRate, maxFrames: key.maxFrames)
+        measured.withLock { $0[id] = value }
+        return value
+    }
+
     /// The FIFO prefill a resampler needs never to run dry: the deepest deficit seen while
-    /// running it over silence in slices of `maxFrames`, 256 and 32 graph-rate frames (half a
-    /// second each, at a few starting phases), plus 2 frames for rounding. Leaves it reset.
+    /// running it over silence in slices of `maxFrames`, 256 and 32 graph-rate frames (0.1 s
+    /// each, at three starting phases), plus 2 frames for rounding. Leaves it reset.
     static func measurePrefill(_ r: Resampler, sourceRate: Double, destinationRate: Double,
                                graphRate: Double, maxFrames: Int) -> Int {
         let silence = ChannelPointers.allocate(capacity: r.channels)
@@ -209,7 +222,7 @@ final class ConverterStorage: @unchecked Sendable {
             for phase in [0.0, 17, 111] {
                 r.reset()
                 var level = 0, t = phase
-                let end = phase + graphRate / 2
+                let end = phase + graphRate / 10
                 while t < end {
                     let s0 = (t * sourceRate / graphRate).rounded(.down), s1 = ((t + Double(slice)) * sourceRate / graphRate).rounded(.down)
                     let d0 = (t * destinationRate / graphRate).rounded(.down), d1 = ((t + Double(slice)) * destinationRate / graphRate).rounded(.down)

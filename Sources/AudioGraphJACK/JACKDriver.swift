@@ -22,8 +22,6 @@ final class JACKRenderState: @unchecked Sendable {
     let shutDown = Atomic<Bool>(false)
     /// Becomes readable when the server shuts down (a self-pipe: write(2) is safe in the callback).
     let shutdownPipe: (read: Int32, write: Int32)
-    /// Delay the graph adds between input and output, in frames (0 today: no unit delays).
-    let graphLatencyFrames = Atomic<UInt32>(0)
     /// Reason text from the shutdown callback, NUL-terminated, copied without allocating.
     let shutdownReason: UnsafeMutablePointer<CChar>
     static let reasonCapacity = 256
@@ -222,9 +220,10 @@ public final class JACKDriver: @unchecked Sendable {
             Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue().sampleRate.store(rate, ordering: .relaxed)
             return 0
         }, arg)
-        // Latency (jack.h, jack_set_latency_callback): the graph adds no delay of its own, so
-        // each output reports the largest latency of the inputs it comes from, and each input the
-        // largest of the outputs it goes to; `jack_lsp -l` then shows the true path latency.
+        // Latency (jack.h, jack_set_latency_callback): each output reports the largest latency
+        // of the inputs it comes from plus the delay the graph's format conversions add (its
+        // resamplers' FIFOs), and each input the largest of the outputs it goes to plus the
+        // same; `jack_lsp -l` then shows the true path latency.
         jack_set_latency_callback(client, { mode, arg in
             guard let arg else { return }
             let s = Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue()
@@ -239,7 +238,7 @@ public final class JACKDriver: @unchecked Sendable {
                 jack_port_get_latency_range(from[i], mode, &r)
                 if first { range = r; first = false } else { range.min = min(range.min, r.min); range.max = max(range.max, r.max) }
             }
-            let extra = jack_nframes_t(s.graphLatencyFrames.load(ordering: .relaxed))
+            let extra = jack_nframes_t(s.graph.latencyFrames)
             range.min += extra
             range.max += extra
             for i in 0..<toCount { jack_port_set_latency_range(to[i], mode, &range) }
@@ -367,6 +366,16 @@ public final class JACKDriver: @unchecked Sendable {
             throw .activationFailed
         }
         isActive = true
+    }
+
+    /// Asks JACK to recompute its latencies, so the ports report the graph's current
+    /// conversion latency (``AudioGraph/renderLatency``). JACK does this by itself whenever
+    /// connections change; call it after an ``AudioGraph/update()`` that added or removed a
+    /// resampling conversion. No-op when the client is not active.
+    /// - Thread: control thread (never from a JACK callback).
+    public func recomputeLatency() {
+        guard let client, isActive, !isShutDown else { return }
+        _ = jack_recompute_total_latencies(client)
     }
 
     /// Connects two ports by their exact full names (`client:port`; matched literally, so names

@@ -1,4 +1,5 @@
 import AudioGraph
+import AudioGraphTestSupport
 import AudioGraphJACK
 import CJack
 import Foundation
@@ -128,4 +129,84 @@ extension JACKIntegration {
             #expect(made.count == 4, "2 capture + 2 playback on the dummy driver: \(made)")
         }
     }
+}
+
+extension JACKIntegration.JACKDriverTests {
+    /// The lag (0..<maxLag) at which `y` best matches `x`, by cross-correlation.
+    func bestLag(_ x: [Float], _ y: [Float], maxLag: Int, window: Range<Int>) -> Int {
+        var best = 0, bestScore = -Double.infinity
+        for lag in 0..<maxLag {
+            var score = 0.0
+            for i in window where i + lag < y.count { score += Double(x[i]) * Double(y[i + lag]) }
+            if score > bestScore { bestScore = score; best = lag }
+        }
+        return best
+    }
+
+    @Test func speechThrough16kHzInt16MonoRendersCorrectlyThroughJACK() throws {
+        // The microphone as a speech recognizer takes it (IO element 1's application side at
+        // 16 kHz, 16-bit, mono), then a 48 kHz float stereo mixer back to JACK.
+        let graph = AudioGraph()
+        let io = IOUnit(), mixer = MultichannelMixerUnit(inputs: 1)
+        let ioNode = try graph.addNode(io), mixerNode = try graph.addNode(mixer)
+        try io.setInputEnabled(true)
+        let recognizer = try StreamFormat.int16(sampleRate: 16_000, channels: 1)
+        try io.setStreamFormat(recognizer, scope: .output, element: IOUnit.inputElement)
+        try graph.connectNodeInput(ioNode, sourceOutputElement: 1, mixerNode, destinationInputElement: 0)
+        try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        var options = JACKDriver.Options()
+        options.clientName = "ag-mixed-formats"
+        options.serverName = server
+        options.inputChannels = 1
+        options.outputChannels = 2
+        let driver = try JACKDriver(graph: graph, options: options)
+        defer { driver.close() }
+        try mixer.setStreamFormat(.float32(sampleRate: Double(driver.sampleRate), channels: 2), scope: .output, element: 0)
+        try driver.start()
+        let latency = graph.renderContext.latencyFrames
+        #expect(latency > 0 && latency < 1024, "conversion latency \(latency) frames")
+
+        let speech = Speech.load().samples
+        let probe = ProbeClient(server: server, name: "probe-mixed", play: speech, captureFrames: speech.count + 8192)
+        probe.connect("\(probe.name):out", driver.inputPortNames[0])
+        probe.connect(driver.outputPortNames[1], "\(probe.name):in")
+        let captured = probe.run()
+
+        // The reference: the same speech through AudioConverter, 48 k float → 16 k Int16 → 48 k.
+        let down = try AudioConverter(from: .float32(sampleRate: 48_000, channels: 1), to: recognizer)
+        let up = try AudioConverter(from: recognizer, to: .float32(sampleRate: 48_000, channels: 2))
+        let narrowband = try runConverter(up, runConverterInt16(down, speech))[1]
+        let lag = bestLag(narrowband, captured, maxLag: 8192, window: 0..<min(narrowband.count, 24_000))
+        var signal = 0.0, error = 0.0
+        for i in 0..<(narrowband.count - 2000) where i + lag < captured.count {
+            signal += Double(narrowband[i]) * Double(narrowband[i])
+            let d = Double(captured[i + lag] - narrowband[i])
+            error += d * d
+        }
+        let snr = 10 * log10(signal / max(error, 1e-30))
+        // What differs is the 48 k → 16 k sampling phase and Int16 rounding: > 40 dB apart.
+        #expect(snr > 40, "speech through 16 kHz Int16 mono: \(snr) dB signal to difference")
+        #expect((lag - latency) % driver.bufferSize == 0 || abs((lag - latency) % driver.bufferSize) <= 1,
+                "delay \(lag) = whole JACK cycles + the reported \(latency) frames")
+
+        // jack_lsp -l: an output's capture latency is its input's plus the conversion latency
+        // The probe (no latency callback) would feed its input's latency back to ours, a loop
+        // that grows on every recomputation: take its input off first.
+        _ = try run("/usr/bin/jack_disconnect", [driver.outputPortNames[1], "\(probe.name):in"], server: server)
+        usleep(100_000)
+        func captureLatency(_ port: String) throws -> Int? {
+            let text = try run("/usr/bin/jack_lsp", ["-l", port], server: server)
+            guard let line = text.split(separator: "\n").first(where: { $0.contains("capture latency") }),
+                  let value = line.split(separator: " ").compactMap({ Int($0) }).first else { return nil }
+            return value
+        }
+        let inLatency = try #require(try captureLatency(driver.inputPortNames[0]))
+        let outLatency = try #require(try captureLatency(driver.outputPortNames[0]))
+        #expect(outLatency == inLatency + latency, "out_1 \(outLatency), in_1 \(inLatency), graph \(latency)")
+    }
+}
+
+/// `runConverter` for a Float32 mono input whose converter emits Int16: the floats it produced.
+func runConverterInt16(_ converter: AudioConverter, _ input: [Float]) throws -> [[Float]] {
+    try runConverter(converter, [input], chunk: 256)
 }

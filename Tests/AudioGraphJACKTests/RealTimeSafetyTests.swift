@@ -58,20 +58,20 @@ extension JACKIntegration {
             try graph.connectNodeInput(ioNode, sourceOutputElement: 1, filterNode, destinationInputElement: 0)
             try graph.connectNodeInput(filterNode, sourceOutputElement: 0, gateNode, destinationInputElement: 0)
             try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
-            // A render callback on mixer input 1: arms the counter for the thread it runs on (the
-            // JACK process thread) and writes a tone from a table made beforehand.
-            let table = UnsafeMutableBufferPointer<Float>.allocate(capacity: 480)
-            for i in 0..<480 { table[i] = 0.25 * Float(sin(2 * Double.pi * Double(i) / 480)) }
+            // A render callback on mixer input 1, in 16-bit 22.05 kHz mono (converted and
+            // resampled to the mixer's format every cycle): arms the counter for the thread it
+            // runs on (the JACK process thread) and writes a tone from a table made beforehand.
+            try mixer.setStreamFormat(.int16(sampleRate: 22_050, channels: 1), scope: .input, element: 1)
+            let table = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 441)
+            for i in 0..<441 { table[i] = Int16(8000 * sin(2 * Double.pi * Double(i) / 441)) }
             defer { table.deallocate() }
             let tableAddress = UInt(bitPattern: table.baseAddress)
             try graph.setNodeInputCallback(mixerNode, inputElement: 1) { time, _, buffers in
                 alloccounter_arm_this_thread()
-                let t = UnsafeMutablePointer<Float>(bitPattern: tableAddress)!
-                let start = Int(time.sampleTime) % 480
-                for c in 0..<buffers.channelCount {
-                    let out = buffers[c]
-                    for f in 0..<buffers.frameCount { out[f] = t[(start + f) % 480] }
-                }
+                let t = UnsafeMutablePointer<Int16>(bitPattern: tableAddress)!
+                let start = Int(time.sampleTime) % 441
+                let out = buffers.int16Samples(0)
+                for f in 0..<out.count { out[f] = t[(start + f) % 441] }
                 return 0
             }
             try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
@@ -120,7 +120,10 @@ extension JACKIntegration {
                 case 3: try mixer.setParameter(MultichannelMixerUnit.Parameter.pan, Float(random(21) - 10) / 10, scope: .input, element: UInt32(random(3)))
                 case 4:  // a node on mixer input 2, added or removed
                     if let node = extra { try graph.removeNode(node); extra = nil } else {
-                        let node = try graph.addNode(random(2) == 0 ? LowPassFilterUnit() : MuteGateUnit())
+                        // Half of them run at 16 kHz mono: resampled both ways.
+                        let unit: AudioUnit = random(2) == 0 ? LowPassFilterUnit() : MuteGateUnit()
+                        if random(2) == 0 { try unit.setStreamFormat(.float32(sampleRate: 16_000, channels: 1), scope: .output, element: 0) }
+                        let node = try graph.addNode(unit)
                         try graph.connectNodeInput(ioNode, sourceOutputElement: 1, node, destinationInputElement: 0)
                         try graph.connectNodeInput(node, sourceOutputElement: 0, mixerNode, destinationInputElement: 2)
                         extra = node

@@ -1,4 +1,5 @@
 import AudioGraph
+import AudioGraphTestSupport
 import Synchronization
 import Testing
 #if canImport(Glibc)
