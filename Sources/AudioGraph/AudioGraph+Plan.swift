@@ -232,6 +232,7 @@ extension AudioGraph {
             kernels[node] = kernel
             resources.retained.append(contentsOf: [unit, unit.bank, kernel] as [AnyObject])
             steps[index] = PlanStep(kind: unit.kernelKind, state: kernel.floats, parameters: unit.bank.values,
+                                    automation: unit.bank.automation.state,
                                     inputs: inputs, inputCount: formats.inputs.count,
                                     output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
                                     sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate))

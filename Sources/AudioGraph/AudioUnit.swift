@@ -436,8 +436,11 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
         return bank.load(slot)
     }
 
-    /// Sets a parameter; the render thread picks it up at the start of the next slice.
-    /// Mirrors `AudioUnitSetParameter` with a buffer offset of 0.
+    /// Sets a parameter; the render thread picks it up at the start of the next slice, and units
+    /// glide to it rather than jump (the mixer across that slice, the low-pass filter's cutoff
+    /// with a 5 ms time constant, the mute gate over its RampTime), so changes never click.
+    /// Mirrors `AudioUnitSetParameter` with a buffer offset of 0. Re-setting the current value
+    /// changes nothing. For sample-accurate steps and ramps see ``scheduleParameters(_:)``.
     ///
     /// Values outside the documented range are clamped (and the clamped value reads back) for
     /// parameters with `clampsToRange`; others store any finite value.
@@ -452,11 +455,95 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     ///   concurrently with ElementCount changes, which are control-thread calls made while uninitialized.
     public func setParameter(_ id: AudioUnitParameterID, _ value: Float, scope: AudioUnitScope, element: AudioUnitElement = 0) throws(AudioUnitError) {
         let (info, slot) = try resolveSlot(id, scope: scope, element: element)
+        let v = try checkedValue(value, info)
+        bank.store(slot, v)
+        // A ramp running on this parameter stops: the value just set wins.
+        if bank.automation.used.load(ordering: .relaxed) {
+            _ = bank.automation.enqueue(ParameterChange(kind: .cancel, slot: Int32(slot), value: v, from: .nan,
+                                                        offset: 0, duration: 0, start: 0))
+        }
+    }
+
+    /// A value as the parameter stores it: clamped for parameters with `clampsToRange`, 0 or 1
+    /// for booleans; NaN and infinities refused.
+    private func checkedValue(_ value: Float, _ info: AudioUnitParameterInfo) throws(AudioUnitError) -> Float {
         guard value.isFinite else { throw .invalidParameter }
         var v = value
         if info.clampsToRange { v = min(max(v, info.minValue), maxValue(of: info)) }
         if info.unit == .boolean { v = v >= 0.5 ? 1 : 0 }
-        bank.store(slot, v)
+        return v
+    }
+
+    /// Schedules parameter changes sample-accurately: the `AudioUnitScheduleParameters` analogue
+    /// (plus Web Audio's `setTargetAtTime`). Each event starts `bufferOffset` frames (at the
+    /// unit's rate) into the next slice the unit renders; a later ``setParameter(_:_:scope:element:)``
+    /// on the same parameter stops a ramp in progress.
+    ///
+    /// Values are clamped as ``setParameter(_:_:scope:element:)`` clamps them. Every event is
+    /// checked before any is queued, so a bad one changes nothing.
+    /// - Parameter events: immediate changes, linear ramps (1…``AudioUnitParameterEvent/maximumDurationFrames``
+    ///   frames) and target approaches (time constant > 0 and ≤ 60 s), each with a buffer offset
+    ///   0…``AudioUnitParameterEvent/maximumBufferOffset``. Ramps need a continuous parameter
+    ///   (not Enable or Mute).
+    /// - Throws: ``AudioUnitError/invalidParameter`` (unknown ID, NaN or infinite value, a ramp
+    ///   on a boolean), ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``,
+    ///   ``AudioUnitError/invalidPropertyValue`` (offset, duration or time constant out of bounds),
+    ///   ``AudioUnitError/cannotDoInCurrentContext`` when the unit's queue (256 changes not yet
+    ///   taken by the render thread) is full — events before the one refused stay scheduled.
+    /// - Thread: any; lock-free (the array is copied, so it allocates: from a render callback
+    ///   use ``scheduleParameter(_:)``).
+    public func scheduleParameters(_ events: [AudioUnitParameterEvent]) throws(AudioUnitError) {
+        var changes: [ParameterChange] = []
+        changes.reserveCapacity(events.count)
+        for event in events { changes.append(try change(for: event)) }
+        bank.automation.used.store(true, ordering: .relaxed)
+        for change in changes {
+            guard bank.automation.enqueue(change) else { throw .cannotDoInCurrentContext }
+        }
+    }
+
+    /// Schedules one parameter change; as ``scheduleParameters(_:)``, without allocating.
+    /// - Thread: any; lock-free and allocation-free (a render callback may schedule).
+    public func scheduleParameter(_ event: AudioUnitParameterEvent) throws(AudioUnitError) {
+        let change = try change(for: event)
+        bank.automation.used.store(true, ordering: .relaxed)
+        guard bank.automation.enqueue(change) else { throw .cannotDoInCurrentContext }
+    }
+
+    /// Checks an event and makes the queued form of it.
+    private func change(for event: AudioUnitParameterEvent) throws(AudioUnitError) -> ParameterChange {
+        let (info, slot) = try resolveSlot(event.id, scope: event.scope, element: event.element)
+        guard (0...AudioUnitParameterEvent.maximumBufferOffset).contains(event.bufferOffset) else { throw .invalidPropertyValue }
+        var change = ParameterChange(kind: .immediate, slot: Int32(slot), value: 0, from: .nan,
+                                     offset: event.bufferOffset, duration: 0, start: 0)
+        switch event.kind {
+        case .immediate(let value):
+            change.value = try checkedValue(value, info)
+        case .linearRamp(let from, let to, let duration):
+            guard info.unit != .boolean else { throw .invalidParameter }
+            guard (1...AudioUnitParameterEvent.maximumDurationFrames).contains(duration) else { throw .invalidPropertyValue }
+            change.kind = .linear
+            change.value = try checkedValue(to, info)
+            if let from { change.from = try checkedValue(from, info) }
+            change.duration = Double(duration)
+        case .target(let target, let timeConstant):
+            guard info.unit != .boolean else { throw .invalidParameter }
+            guard timeConstant.isFinite, timeConstant > 0, timeConstant <= 60 else { throw .invalidPropertyValue }
+            change.kind = .target
+            change.value = try checkedValue(target, info)
+            change.duration = timeConstant * currentSampleRate
+        }
+        return change
+    }
+
+    /// Sets a parameter `bufferOffset` frames into the next slice: `AudioUnitSetParameter` with
+    /// its `inBufferOffsetInFrames`. The same as scheduling an immediate event.
+    /// - Throws: as ``scheduleParameters(_:)``.
+    /// - Thread: any.
+    public func setParameter(_ id: AudioUnitParameterID, _ value: Float, scope: AudioUnitScope, element: AudioUnitElement = 0,
+                             bufferOffset: Int) throws(AudioUnitError) {
+        try scheduleParameter(AudioUnitParameterEvent(id: id, scope: scope, element: element, bufferOffset: bufferOffset,
+                                                       .immediate(value: value)))
     }
 
     // MARK: - Render resources

@@ -132,16 +132,13 @@ public struct GraphRenderContext: @unchecked Sendable {
             let n = domains.frames[step.pointee.rateIndex]
             let owned = step.pointee.ownedOutput, output = step.pointee.output
             for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
-            switch step.pointee.kind {
-            case .mixer: MixerKernel.render(step, frames: n)
-            case .lowPass: LowPassKernel.render(step, frames: n)
-            case .muteGate: MuteGateKernel.render(step, frames: n)
-            case .passthrough:
-                let s = step.pointee
-                for c in 0..<s.outputChannelCount {
-                    if let src = s.inputs[0].channels, c < s.inputs[0].channelCount { copy(src[c], to: s.output[c], frames: n) }
-                    else { s.output[c].update(repeating: 0, count: n) }
-                }
+            let automation = step.pointee.automation
+            let idle = Unmanaged<ParameterAutomation>.fromOpaque(automation.pointee.owner!)
+                ._withUnsafeGuaranteedRef { automation.pointee.isIdle($0) }
+            if idle {
+                runKernel(step, offset: 0, frames: n, snap: false, whole: true)
+            } else {
+                AutomationRenderer.render(step, frames: n, time: Int64(domains.times[step.pointee.rateIndex]))
             }
         }
         // 3. IO element 0 to the device (converted to the device's format by its input).
@@ -156,6 +153,24 @@ public struct GraphRenderContext: @unchecked Sendable {
             }
         }
         return errors
+    }
+
+    /// Runs a step's kernel on frames `offset..<offset + frames` of its slice. `snap`: parameter
+    /// changes since the last piece are steps (scheduled immediate events), not to be smoothed.
+    /// `whole`: the piece is the whole slice (a kernel may then forward its input's buffers).
+    @_noLocks @inline(__always)
+    static func runKernel(_ step: UnsafeMutablePointer<PlanStep>, offset: Int, frames: Int, snap: Bool, whole: Bool) {
+        switch step.pointee.kind {
+        case .mixer: MixerKernel.render(step, offset: offset, frames: frames, snap: snap)
+        case .lowPass: LowPassKernel.render(step, offset: offset, frames: frames, snap: snap)
+        case .muteGate: MuteGateKernel.render(step, offset: offset, frames: frames, whole: whole)
+        case .passthrough:
+            let s = step.pointee
+            for c in 0..<s.outputChannelCount {
+                if let src = s.inputs[0].channels, c < s.inputs[0].channelCount { copy(src[c] + offset, to: s.output[c] + offset, frames: frames) }
+                else { (s.output[c] + offset).update(repeating: 0, count: frames) }
+            }
+        }
     }
 
     /// Prepares one input element for its unit: runs its render callback (zeroed first,

@@ -82,15 +82,46 @@ enum LowPassKernel {
     @_noLocks @inline(__always)
     static func flush(_ x: Float) -> Float { abs(x) < 1e-30 ? 0 : x }
 
+    /// Time constant of the cutoff glide: a cutoff change is approached exponentially in
+    /// log-frequency, τ = 5 ms, with fresh coefficients every 32 frames (so sweeps and jumps
+    /// never click; the usual parameter de-zippering, e.g. JUCE's SmoothedValue, done in
+    /// octaves). Scheduled immediate changes (`snap`) jump instead.
+    static let glideTime: Double = 0.005
+    static let glidePiece = 32
+
+    /// Renders frames `offset..<offset + frames`, gliding the design cutoff toward the parameter.
     @_noLocks
-    static func render(_ step: UnsafeMutablePointer<PlanStep>, frames: Int) {
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, offset: Int, frames: Int, snap: Bool) {
         let s = step.pointee
         let st = s.state
-        let cutoff = loadParameter(s.parameters, 0)
+        let target = loadParameter(s.parameters, 0)
         let resonance = loadParameter(s.parameters, 1)
-        if st[7] != s.sampleRate || st[5] != cutoff || st[6] != resonance {
-            updateCoefficients(st, cutoff: cutoff, resonance: resonance, sampleRate: s.sampleRate)
+        if st[7] != s.sampleRate || snap {
+            updateCoefficients(st, cutoff: target, resonance: resonance, sampleRate: s.sampleRate)
+        } else if st[6] != resonance {
+            updateCoefficients(st, cutoff: st[5], resonance: resonance, sampleRate: s.sampleRate)
         }
+        var done = 0
+        while done < frames {
+            var n = frames - done
+            if st[5] != target {
+                n = min(n, glidePiece)
+                let k = 1 - _unsafePerformance { exp(-Double(n) / (glideTime * Double(s.sampleRate))) }
+                let from = _unsafePerformance { log(Double(st[5])) }, to = _unsafePerformance { log(Double(target)) }
+                var next = Float(_unsafePerformance { exp(from + (to - from) * k) })
+                if abs(next - target) <= target * 1e-3 { next = target }
+                updateCoefficients(st, cutoff: next, resonance: resonance, sampleRate: s.sampleRate)
+            }
+            process(step, offset: offset + done, frames: n)
+            done += n
+        }
+    }
+
+    /// The biquad over frames `offset..<offset + frames` with the current coefficients.
+    @_noLocks
+    static func process(_ step: UnsafeMutablePointer<PlanStep>, offset: Int, frames: Int) {
+        let s = step.pointee
+        let st = s.state
         let b0 = st[0], b1 = st[1], b2 = st[2], a1 = st[3], a2 = st[4]
         let out = s.output
         let input = s.inputs[0].channels
@@ -104,8 +135,8 @@ enum LowPassKernel {
                 let za = st + stateBase + 4 * first, zb = za + 4
                 var ax1 = za[0], ax2 = za[1], ay1 = za[2], ay2 = za[3]
                 var bx1 = zb[0], bx2 = zb[1], by1 = zb[2], by2 = zb[3]
-                let srcA = input[first], srcB = input[first + 1]
-                let dstA = out[first], dstB = out[first + 1]
+                let srcA = input[first] + offset, srcB = input[first + 1] + offset
+                let dstA = out[first] + offset, dstB = out[first + 1] + offset
                 for f in 0..<frames {
                     let xa = srcA[f], xb = srcB[f]
                     let ya = b0 * xa + b1 * ax1 + b2 * ax2 - a1 * ay1 - a2 * ay2
@@ -123,9 +154,9 @@ enum LowPassKernel {
         for c in first..<s.outputChannelCount {
             let z = st + stateBase + 4 * c
             var x1 = z[0], x2 = z[1], y1 = z[2], y2 = z[3]
-            let dst = out[c]
+            let dst = out[c] + offset
             if let input, c < inChannels {
-                let src = input[c]
+                let src = input[c] + offset
                 for f in 0..<frames {
                     let x = src[f]
                     let y = b0 * x + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2

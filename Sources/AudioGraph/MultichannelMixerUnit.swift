@@ -71,8 +71,11 @@ enum MixerKernel {
         return (volume * min(1, 1 - pan), volume * min(1, 1 + pan))
     }
 
+    /// Renders frames `offset..<offset + frames`. Gains glide linearly from their values at the
+    /// end of the previous piece to the current parameters across the piece (de-zippering);
+    /// `snap` starts them at the current parameters instead (a scheduled immediate change).
     @_noLocks
-    static func render(_ step: UnsafeMutablePointer<PlanStep>, frames: Int) {
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, offset: Int, frames: Int, snap: Bool) {
         let s = step.pointee
         let out = s.output
         let outChannels = s.outputChannelCount
@@ -84,6 +87,7 @@ enum MixerKernel {
             let enabled = loadParameter(p, 1) >= 0.5
             let (targetL, targetR) = gains(volume: loadParameter(p, 0), pan: loadParameter(p, 2), stereo: stereo)
             let cur = st + 2 * i
+            if snap { cur[0] = targetL; cur[1] = targetR }
             guard enabled, let input = s.inputs[i].channels else {
                 // Nothing to ramp from next time the input plays: start at the target.
                 cur[0] = targetL; cur[1] = targetR
@@ -91,21 +95,22 @@ enum MixerKernel {
             }
             let inChannels = s.inputs[i].channelCount
             for c in 0..<outChannels {
-                let src = input[inChannels == 1 ? 0 : min(c, inChannels - 1)]
+                let src = input[inChannels == 1 ? 0 : min(c, inChannels - 1)] + offset
                 let isRight = stereo && c == 1
                 let g0 = isRight ? cur[1] : cur[0]
                 let g1 = isRight ? targetR : targetL
-                accumulate(src, into: out[c], frames: frames, from: g0, to: g1, first: !wrote)
+                accumulate(src, into: out[c] + offset, frames: frames, from: g0, to: g1, first: !wrote)
             }
             cur[0] = targetL; cur[1] = targetR
             wrote = true
         }
-        if !wrote { zero(out, channels: outChannels, frames: frames) }
+        if !wrote { for c in 0..<outChannels { (out[c] + offset).update(repeating: 0, count: frames) } }
         let outIndex = 2 * s.inputCount
         let ov = loadParameter(s.parameters, 3 * s.inputCount)
+        if snap { st[outIndex] = ov }
         let ov0 = st[outIndex]
         if ov != 1 || ov0 != 1 {
-            for c in 0..<outChannels { scale(out[c], frames: frames, from: ov0, to: ov) }
+            for c in 0..<outChannels { scale(out[c] + offset, frames: frames, from: ov0, to: ov) }
         }
         st[outIndex] = ov
     }

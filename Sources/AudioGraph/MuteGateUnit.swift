@@ -44,9 +44,11 @@ public final class MuteGateUnit: AudioUnit, @unchecked Sendable {
 }
 
 enum MuteGateKernel {
-    /// Renders one slice: `out[c][f] = in[c][f] × g[f]`, g ramping linearly toward 0 or 1.
+    /// Renders frames `offset..<offset + frames`: `out[c][f] = in[c][f] × g[f]`, g ramping
+    /// linearly toward 0 or 1. `whole`: the piece is the whole slice, so at unity the input's
+    /// buffers may be passed on instead of copied.
     @_noLocks
-    static func render(_ step: UnsafeMutablePointer<PlanStep>, frames: Int) {
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, offset: Int, frames: Int, whole: Bool) {
         let s = step.pointee
         let out = s.output
         let target: Float = loadParameter(s.parameters, 0) >= 0.5 ? 0 : 1
@@ -54,23 +56,25 @@ enum MuteGateKernel {
         let increment = 1 / rampFrames
         var gain = s.state[0]
         guard let input = s.inputs[0].channels else {
-            zero(out, channels: s.outputChannelCount, frames: frames)
+            for c in 0..<s.outputChannelCount { (out[c] + offset).update(repeating: 0, count: frames) }
             s.state[0] = target
             return
         }
         let channels = min(s.inputs[0].channelCount, s.outputChannelCount)
         if gain == target {
-            if target == 1 {
+            if target == 1 && whole {
                 // Unity: pass the input's buffers on instead of copying them.
                 for c in 0..<channels { out[c] = input[c] }
+            } else if target == 1 {
+                for c in 0..<channels { copy(input[c] + offset, to: out[c] + offset, frames: frames) }
             } else {
-                zero(out, channels: channels, frames: frames)
+                for c in 0..<channels { (out[c] + offset).update(repeating: 0, count: frames) }
             }
             return
         }
         for c in 0..<channels {
             var g = gain
-            let src = input[c], dst = out[c]
+            let src = input[c] + offset, dst = out[c] + offset
             for f in 0..<frames {
                 g = g < target ? min(target, g + increment) : max(target, g - increment)
                 dst[f] = src[f] * g

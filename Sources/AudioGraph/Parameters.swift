@@ -42,9 +42,12 @@ public struct AudioUnitParameterInfo: Sendable {
 final class ParameterBank: @unchecked Sendable {
     let count: Int
     let values: UnsafeMutablePointer<Atomic<UInt32>>
+    /// Scheduled changes and ramps for these slots.
+    let automation: ParameterAutomation
 
     init(values initial: [Float]) {
         count = initial.count
+        automation = ParameterAutomation(slots: initial.count)
         values = .allocate(capacity: max(1, initial.count))
         for (i, v) in initial.enumerated() { (values + i).initialize(to: Atomic(v.bitPattern)) }
     }

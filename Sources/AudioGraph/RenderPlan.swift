@@ -36,7 +36,10 @@ struct PlanInput {
 struct PlanStep {
     var kind: KernelKind
     var state: UnsafeMutablePointer<Float>
+    /// The unit's parameter values; while automation runs, pointed at its effective values.
     var parameters: UnsafeMutablePointer<Atomic<UInt32>>
+    /// Scheduled parameter changes and ramps (owned by the unit's parameter bank).
+    var automation: UnsafeMutablePointer<AutomationState>
     var inputs: UnsafeMutablePointer<PlanInput>
     var inputCount: Int
     /// `[channel]` pointers consumers read. Reset to `ownedOutput` before the kernel runs; a
