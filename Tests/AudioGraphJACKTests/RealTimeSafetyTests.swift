@@ -115,8 +115,22 @@ extension JACKIntegration {
                 edits += 1
                 switch random(10) {
                 case 0: gate.isMuted.toggle()
-                case 1: try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, Float(random(30_000)), scope: .global)
-                case 2: try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, Float(random(11)) / 10, scope: .input, element: UInt32(random(3)))
+                case 1:
+                    if random(2) == 0 {
+                        try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, Float(random(30_000)), scope: .global)
+                    } else {  // scheduled: a ramp or an approach, starting somewhere in the next slices
+                        try filter.scheduleParameter(AudioUnitParameterEvent(
+                            id: LowPassFilterUnit.Parameter.cutoffFrequency, scope: .global, bufferOffset: random(1000),
+                            random(2) == 0 ? .linearRamp(to: Float(100 + random(20_000)), durationFrames: 1 + random(4000))
+                                           : .target(Float(100 + random(20_000)), timeConstant: 0.001 + Double(random(50)) / 1000)))
+                    }
+                case 2:
+                    if random(2) == 0 {
+                        try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, Float(random(11)) / 10, scope: .input, element: UInt32(random(3)))
+                    } else {
+                        try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, Float(random(11)) / 10, scope: .input,
+                                               element: UInt32(random(3)), bufferOffset: random(512))
+                    }
                 case 3: try mixer.setParameter(MultichannelMixerUnit.Parameter.pan, Float(random(21) - 10) / 10, scope: .input, element: UInt32(random(3)))
                 case 4:  // a node on mixer input 2, added or removed
                     if let node = extra { try graph.removeNode(node); extra = nil } else {
