@@ -254,6 +254,11 @@ extension AudioGraph {
         let domains = RateDomains(rates: domainRates, rateCount: rates.count,
                                   frames: resources.allocate(Int.self, count: rates.count),
                                   times: resources.allocate(Double.self, count: rates.count))
+        let notificationBoxes = resources.allocate(UnsafeMutableRawPointer.self, count: notifications.count)
+        for (i, entry) in notifications.enumerated() {
+            resources.retained.append(entry.box)
+            notificationBoxes[i] = Unmanaged.passUnretained(entry.box).toOpaque()
+        }
         let plan = resources.allocate(RenderPlan.self, count: 1)
         plan.initialize(to: RenderPlan(
             steps: steps, stepCount: order.count, maxFrames: maxFrames, sampleRate: rate,
@@ -262,6 +267,9 @@ extension AudioGraph {
             inputCallback: inputCallback,
             ioOutput: ioOutput, ioOutputEnabled: io.outputEnabled,
             domains: domains,
+            notifications: notificationBoxes, notificationCount: notifications.count,
+            notificationChannels: resources.allocateForwardable(max(deviceChannels, deviceOutChannels), frames: 1).current,
+            notificationCapacity: max(deviceChannels, deviceOutChannels),
             ioDevice: ioDevice, ioDeviceSilence: ioDeviceSilence, ioDeviceChannels: deviceChannels,
             ioInputConverter: ioInputConverter, ioInputRateIndex: ioInRateIndex,
             ioInputLayout: RawLayout(ioIn), ioInputRaw: ioInputRaw, ioInputRawBytesPerFrame: Int(ioIn.bytesPerFrame)))

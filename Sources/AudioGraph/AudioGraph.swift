@@ -31,7 +31,48 @@ public struct AUNodeConnection: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         "\(sourceNode):\(sourceOutputElement) → \(destinationNode):\(destinationInputElement)"
     }
+    /// Describes a connection (to compare with ``AudioGraph/connections``).
+    public init(sourceNode: AUNode, sourceOutputElement: AudioUnitElement,
+                destinationNode: AUNode, destinationInputElement: AudioUnitElement) {
+        self.sourceNode = sourceNode
+        self.sourceOutputElement = sourceOutputElement
+        self.destinationNode = destinationNode
+        self.destinationInputElement = destinationInputElement
+    }
 }
+
+/// One interaction of a node: a connection or an input callback. Mirrors `AUNodeInteraction`
+/// (`kAUNodeInteraction_Connection` / `kAUNodeInteraction_InputCallback`).
+public enum AUNodeInteraction: Hashable, Sendable, CustomStringConvertible {
+    /// A connection between two nodes.
+    case connection(AUNodeConnection)
+    /// A render callback feeding an input element.
+    case inputCallback(destinationNode: AUNode, destinationInputElement: AudioUnitElement)
+
+    /// For example `node 1:1 → node 2:0` or `render callback → node 2:1`.
+    public var description: String {
+        switch self {
+        case .connection(let c): return c.description
+        case .inputCallback(let node, let element): return "render callback → \(node):\(element)"
+        }
+    }
+}
+
+/// When a render notification is called. Mirrors `kAudioUnitRenderAction_PreRender` /
+/// `kAudioUnitRenderAction_PostRender`.
+public enum RenderNotificationPhase: Sendable {
+    /// Before the graph renders a slice; the buffers hold the device input (IO element 1).
+    case preRender
+    /// After it rendered; the buffers hold what goes to the device (IO element 0).
+    case postRender
+}
+
+/// A render notification: the `AUGraphAddRenderNotify` callback. Called on the render thread
+/// before and after every slice, with the slice's time stamp and buffers (device input before,
+/// device output after; read them, and you may write the output ones, e.g. for metering or a
+/// final limiter). It must follow the real-time rules (Docs/RealTimeRules.md): no allocation,
+/// locks, I/O or waiting.
+public typealias RenderNotification = @Sendable (_ phase: RenderNotificationPhase, _ timeStamp: AudioTimeStamp, _ buffers: AudioBufferList) -> Void
 
 /// A graph of audio units pulled by a driver: the `AUGraph` analogue.
 ///
@@ -61,6 +102,9 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     }
 
     private var committed = Topology()
+    /// Render notifications with their tokens, in the order added.
+    var notifications: [(token: Int, box: CallbackBox)] = []
+    private var nextNotification = 0
     var pending = Topology()
     private var nextNode: Int32 = 1
     let shared = RenderShared()
@@ -277,6 +321,81 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         }.sorted { ($0.destinationNode, $0.destinationInputElement) < ($1.destinationNode, $1.destinationInputElement) }
     }
 
+    /// Every interaction: connections and input callbacks, queued edits included, sorted by
+    /// destination. Mirrors `AUGraphGetNumberOfInteractions` / `AUGraphGetInteractionInfo`.
+    public var interactions: [AUNodeInteraction] {
+        pending.inputs.sorted { ($0.key.node, $0.key.element) < ($1.key.node, $1.key.element) }.map { key, source in
+            switch source {
+            case .connection(let node, let element):
+                return .connection(AUNodeConnection(sourceNode: node, sourceOutputElement: element,
+                                                    destinationNode: key.node, destinationInputElement: key.element))
+            case .callback:
+                return .inputCallback(destinationNode: key.node, destinationInputElement: key.element)
+            }
+        }
+    }
+
+    /// The interactions a node takes part in, as source or destination. Mirrors
+    /// `AUGraphCountNodeInteractions` / `AUGraphGetNodeInteractions`.
+    /// - Throws: ``AudioUnitError/nodeNotFound``.
+    public func interactions(of node: AUNode) throws(AudioUnitError) -> [AUNodeInteraction] {
+        guard pending.nodes[node] != nil else { throw .nodeNotFound }
+        return interactions.filter {
+            switch $0 {
+            case .connection(let c): return c.sourceNode == node || c.destinationNode == node
+            case .inputCallback(let destination, _): return destination == node
+            }
+        }
+    }
+
+    // MARK: - Render notifications and CPU load
+
+    /// Adds a render notification, called before and after every slice from the next one on.
+    /// Mirrors `AUGraphAddRenderNotify`.
+    /// - Returns: a token for ``removeRenderNotification(_:)``.
+    /// - Throws: ``AudioUnitError/cannotDoInCurrentContext`` (from the render thread).
+    /// - Thread: control thread; allocates, and (while initialized) republishes the render plan.
+    @discardableResult
+    public func addRenderNotification(_ notification: @escaping RenderNotification) throws(AudioUnitError) -> Int {
+        try checkControlThread()
+        nextNotification += 1
+        notifications.append((nextNotification, CallbackBox(notify: notification)))
+        try republish()
+        return nextNotification
+    }
+
+    /// Removes a render notification. Mirrors `AUGraphRemoveRenderNotify`. After it returns, the
+    /// notification is not called again.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` for an unknown token,
+    ///   ``AudioUnitError/cannotDoInCurrentContext``.
+    /// - Thread: control thread; may wait for the render thread to leave the current plan.
+    public func removeRenderNotification(_ token: Int) throws(AudioUnitError) {
+        try checkControlThread()
+        guard let index = notifications.firstIndex(where: { $0.token == token }) else { throw .invalidPropertyValue }
+        notifications.remove(at: index)
+        try republish()
+    }
+
+    /// The render path's CPU load since the last call: time spent in ``GraphRenderContext/render(frameCount:input:inputChannelCount:output:outputChannelCount:)``
+    /// over the audio time rendered, as an average over all cycles and the maximum of a single
+    /// cycle (0…1, above 1 when a cycle took longer than it lasts). Mirrors `AUGraphGetCPULoad`
+    /// and `AUGraphGetMaxCPULoad`, which likewise reset what they report.
+    /// Measured with `clock_gettime(CLOCK_MONOTONIC)` around each cycle.
+    /// - Thread: any (atomic reads and exchanges).
+    public func cpuLoad() -> (average: Double, maximum: Double) {
+        let busy = shared.busyNanoseconds.exchange(0, ordering: .relaxed)
+        let audio = shared.audioNanoseconds.exchange(0, ordering: .relaxed)
+        let maximum = Double(bitPattern: shared.maximumLoad.exchange(0, ordering: .relaxed))
+        return (audio == 0 ? 0 : Double(busy) / Double(audio), maximum)
+    }
+
+    /// Rebuilds and publishes the plan for the committed topology (notifications changed).
+    private func republish() throws(AudioUnitError) {
+        guard isInitialized else { return }
+        let built = try buildPlan(committed)
+        apply(committed, built, keepingPendingEdits: true)
+    }
+
     func isInputConnected(_ node: AUNode, _ element: AudioUnitElement) -> Bool {
         if case .connection? = pending.inputs[InputKey(node: node, element: element)] { return true }
         return false
@@ -360,10 +479,10 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     /// Makes `target` the committed topology: stores the resolved formats and kernel state,
     /// publishes the new plan (waiting for the render thread to leave the old one), then
     /// releases the units that left the graph.
-    private func apply(_ target: Topology, _ built: BuiltPlan?) {
+    private func apply(_ target: Topology, _ built: BuiltPlan?, keepingPendingEdits: Bool = false) {
         let removed = committed.nodes.filter { target.nodes[$0.key] == nil }.map(\.value)
         committed = target
-        pending = target
+        if !keepingPendingEdits { pending = target }
         if let built {
             for (node, formats) in built.formats {
                 guard let unit = target.nodes[node] else { continue }

@@ -14,6 +14,11 @@ final class RenderShared: @unchecked Sendable {
     let sampleTime = Atomic<UInt64>(0)
     let cycles = Atomic<UInt64>(0)
     let renderErrors = Atomic<UInt64>(0)
+    /// CPU load bookkeeping: nanoseconds spent rendering, nanoseconds of audio rendered, and the
+    /// largest single-cycle ratio (a Double's bits), each reset by `AudioGraph.cpuLoad()`.
+    let busyNanoseconds = Atomic<UInt64>(0)
+    let audioNanoseconds = Atomic<UInt64>(0)
+    let maximumLoad = Atomic<UInt64>(0)
     /// The published plan's conversion latency, in frames at the graph's rate.
     let latencyFrames = Atomic<UInt32>(0)
     /// `pthread_self()` of the thread inside `render`, 0 outside; edits from it are refused.
@@ -53,6 +58,7 @@ public struct GraphRenderContext: @unchecked Sendable {
                        input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
                        output: UnsafePointer<UnsafeMutablePointer<Float>>, outputChannelCount: Int) {
         shared._withUnsafeGuaranteedRef { s in
+            let started = GraphRenderContext.now()
             s.renderThread.store(_unsafePerformance { UInt(pthread_self()) }, ordering: .relaxed)
             // Hazard-pointer acquire: announce the plan, then confirm it is still the published one.
             var plan = s.current.load(ordering: .sequentiallyConsistent)
@@ -66,15 +72,32 @@ public struct GraphRenderContext: @unchecked Sendable {
                 let maxFrames = plan.pointee.maxFrames
                 var offset = 0
                 var errors: UInt64 = 0
+                let rate = plan.pointee.sampleRate
                 while offset < frameCount {
                     let n = min(maxFrames, frameCount - offset)
                     let time = s.sampleTime.load(ordering: .relaxed)
+                    GraphRenderContext.notify(plan, .preRender, input: input, inputChannelCount: inputChannelCount,
+                                              offset: offset, frames: n, sampleTime: Double(time))
                     errors &+= GraphRenderContext.renderSlice(plan, frames: n, offset: offset,
                                                               input: input, inputChannelCount: inputChannelCount,
                                                               output: output, outputChannelCount: outputChannelCount,
                                                               sampleTime: Double(time))
+                    GraphRenderContext.notify(plan, .postRender, input: output, inputChannelCount: outputChannelCount,
+                                              offset: offset, frames: n, sampleTime: Double(time))
                     s.sampleTime.store(time &+ UInt64(n), ordering: .relaxed)
                     offset += n
+                }
+                // CPU load: time in here over the audio time rendered (single writer: plain
+                // loads and stores; the reader exchanges them with 0).
+                if frameCount > 0 && rate > 0 {
+                    let busy = GraphRenderContext.now() &- started
+                    let audio = UInt64(Double(frameCount) / rate * 1e9)
+                    s.busyNanoseconds.store(s.busyNanoseconds.load(ordering: .relaxed) &+ busy, ordering: .relaxed)
+                    s.audioNanoseconds.store(s.audioNanoseconds.load(ordering: .relaxed) &+ audio, ordering: .relaxed)
+                    let load = Double(busy) / Double(max(1, audio))
+                    if load > Double(bitPattern: s.maximumLoad.load(ordering: .relaxed)) {
+                        s.maximumLoad.store(load.bitPattern, ordering: .relaxed)
+                    }
                 }
                 // Single writer: a plain load and store, no locked read-modify-write.
                 if errors != 0 { s.renderErrors.store(s.renderErrors.load(ordering: .relaxed) &+ errors, ordering: .relaxed) }
@@ -84,6 +107,37 @@ public struct GraphRenderContext: @unchecked Sendable {
             s.hazard.store(nil, ordering: .releasing)
             s.cycles.store(s.cycles.load(ordering: .relaxed) &+ 1, ordering: .releasing)
             s.renderThread.store(0, ordering: .relaxed)
+        }
+    }
+
+    /// Monotonic nanoseconds (`clock_gettime`, a vDSO call: no system call, no lock).
+    @_noLocks @inline(__always)
+    static func now() -> UInt64 {
+        var t = timespec()
+        _ = _unsafePerformance { clock_gettime(CLOCK_MONOTONIC, &t) }
+        return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
+    }
+
+    /// Calls the plan's render notifications with the device buffers of one slice.
+    @_noLocks @inline(__always)
+    static func notify(_ plan: UnsafeMutablePointer<RenderPlan>, _ phase: RenderNotificationPhase,
+                       input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
+                       offset: Int, frames: Int, sampleTime: Double) {
+        let count = plan.pointee.notificationCount
+        guard count > 0 else { return }
+        let scratch = plan.pointee.notificationChannels
+        let channels = min(inputChannelCount, plan.pointee.notificationCapacity)
+        var list = AudioBufferList(channelPointers: UnsafePointer(scratch), channelCount: 0, frameCount: frames)
+        if let input {
+            for c in 0..<channels { scratch[c] = input[c] + offset }
+            list = AudioBufferList(channelPointers: UnsafePointer(scratch), channelCount: channels, frameCount: frames)
+        }
+        let timeStamp = AudioTimeStamp(sampleTime: sampleTime)
+        for i in 0..<count {
+            let box = plan.pointee.notifications[i]
+            _unsafePerformance {
+                Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.notify?(phase, timeStamp, list) }
+            }
         }
     }
 

@@ -75,6 +75,12 @@ struct RenderPlan {
     var ioOutputEnabled: Bool
     /// The rates units run at, and the frames each gets per slice.
     var domains: RateDomains
+    /// Render notifications: unretained `CallbackBox`es (kept alive by the plan's resources).
+    var notifications: UnsafeMutablePointer<UnsafeMutableRawPointer>
+    var notificationCount: Int
+    /// `[channel]` pointer array for the notifications' view, room for the larger device side.
+    var notificationChannels: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var notificationCapacity: Int
     /// When the IO unit's application input side differs from the device: `ioDevice` holds the
     /// device's `[channel]` pointers for the slice, converted into `ioInput`; `ioInputLayout`
     /// says which integer steps to round to; `ioInputRaw` holds the callback's encoded copy
@@ -93,8 +99,10 @@ struct RenderPlan {
 final class CallbackBox: @unchecked Sendable {
     let render: RenderCallback?
     let input: InputCallback?
-    init(render: @escaping RenderCallback) { self.render = render; self.input = nil }
-    init(input: @escaping InputCallback) { self.render = nil; self.input = input }
+    let notify: RenderNotification?
+    init(render: @escaping RenderCallback) { self.render = render; self.input = nil; self.notify = nil }
+    init(input: @escaping InputCallback) { self.render = nil; self.input = input; self.notify = nil }
+    init(notify: @escaping RenderNotification) { self.render = nil; self.input = nil; self.notify = notify }
 }
 
 /// Everything a plan points to; freed (on a control thread) only after the render thread has

@@ -1,0 +1,81 @@
+import AudioGraph
+import Synchronization
+import Testing
+
+@Suite("Interactions, render notifications, CPU load")
+struct GraphSurfaceTests {
+    @Test func interactionsListConnectionsAndCallbacks() throws {
+        let graph = AudioGraph()
+        let io = try graph.addNode(IOUnit())
+        let gate = try graph.addNode(MuteGateUnit())
+        let mixer = try graph.addNode(MultichannelMixerUnit(inputs: 2))
+        try graph.connectNodeInput(io, sourceOutputElement: 1, gate, destinationInputElement: 0)
+        try graph.connectNodeInput(gate, sourceOutputElement: 0, mixer, destinationInputElement: 0)
+        try graph.setNodeInputCallback(mixer, inputElement: 1) { _, _, _ in 0 }
+        try graph.connectNodeInput(mixer, sourceOutputElement: 0, io, destinationInputElement: 0)
+        let c = { (s: AUNode, se: UInt32, d: AUNode, de: UInt32) in
+            AUNodeInteraction.connection(AUNodeConnection(sourceNode: s, sourceOutputElement: se, destinationNode: d, destinationInputElement: de))
+        }
+        #expect(graph.interactions == [c(mixer, 0, io, 0), c(io, 1, gate, 0), c(gate, 0, mixer, 0),
+                                       .inputCallback(destinationNode: mixer, destinationInputElement: 1)])
+        #expect(try graph.interactions(of: gate) == [c(io, 1, gate, 0), c(gate, 0, mixer, 0)])
+        #expect(try graph.interactions(of: mixer).count == 3)
+        #expect(graph.nodeCount == 3)
+        #expect(try graph.node(at: 2) == mixer)
+        #expect(throws: AudioUnitError.nodeNotFound) { try graph.interactions(of: AUNode(rawValue: 42)) }
+        #expect(throws: AudioUnitError.invalidElement) { try graph.node(at: 3) }
+        try graph.clearConnections()
+        #expect(graph.interactions.isEmpty)
+        #expect(graph.description.contains("(unconnected)"))
+    }
+
+    @Test func notificationsSeeInputBeforeAndOutputAfterEachSlice() throws {
+        let gate = MuteGateUnit()
+        let chain = try Chain([gate])
+        let calls = Mutex<[(RenderNotificationPhase, Double, Float)]>([])
+        let token = try chain.graph.addRenderNotification { phase, time, buffers in
+            let first = buffers.channelCount > 0 ? buffers[0][0] : .nan
+            calls.withLock { $0.append((phase, time.sampleTime, first)) }
+            // A post-render notification may write the output (here: a final gain of 2).
+            if phase == .postRender { for c in 0..<buffers.channelCount { for f in 0..<buffers.frameCount { buffers[c][f] *= 2 } } }
+        }
+        let input = [[Float](repeating: 0.25, count: 512), [Float](repeating: 0.25, count: 512)]
+        let out = try chain.render(input, slice: 256)
+        #expect(out[0].allSatisfy { $0 == 0.5 }, "the post-render notification's gain reached the device")
+        let seen = calls.withLock { $0 }
+        #expect(seen.map(\.0) == [.preRender, .postRender, .preRender, .postRender])
+        #expect(seen.map(\.1) == [256, 256, 512, 512].map { Double($0 - 256) })
+        #expect(seen[0].2 == 0.25 && seen[1].2 == 0.25, "pre sees the input, post the output before its gain")
+
+        try chain.graph.removeRenderNotification(token)
+        let plain = try chain.render(input, slice: 256)
+        #expect(plain[0].allSatisfy { $0 == 0.25 })
+        #expect(calls.withLock { $0.count } == 4, "not called after removal")
+        #expect(throws: AudioUnitError.invalidPropertyValue) { try chain.graph.removeRenderNotification(token) }
+    }
+
+    @Test func editsAndNotificationChangesFromTheRenderThreadAreRefused() throws {
+        let chain = try Chain([MuteGateUnit()])
+        let graph = chain.graph
+        let codes = Mutex<[AudioUnitError]>([])
+        try graph.addRenderNotification { phase, _, _ in
+            guard phase == .preRender else { return }
+            do throws(AudioUnitError) { try graph.addRenderNotification { _, _, _ in } } catch { codes.withLock { $0.append(error) } }
+            do throws(AudioUnitError) { try graph.clearConnections() } catch { codes.withLock { $0.append(error) } }
+            do throws(AudioUnitError) { try graph.update() } catch { codes.withLock { $0.append(error) } }
+        }
+        _ = try chain.render([[0], [0]], slice: 1)
+        #expect(codes.withLock { $0 } == [.cannotDoInCurrentContext, .cannotDoInCurrentContext, .cannotDoInCurrentContext])
+    }
+
+    @Test func cpuLoadIsMeasuredAndResetOnRead() throws {
+        let chain = try Chain([LowPassFilterUnit(), MuteGateUnit()])
+        _ = chain.graph.cpuLoad()
+        _ = try chain.render([noise(frames: 48_000, seed: 1), noise(frames: 48_000, seed: 2)], slice: 256)
+        let load = chain.graph.cpuLoad()
+        #expect(load.average > 0 && load.average < 1, "average \(load.average)")
+        #expect(load.maximum >= load.average, "maximum \(load.maximum)")
+        let again = chain.graph.cpuLoad()
+        #expect(again.average == 0 && again.maximum == 0, "reset by the read")
+    }
+}
