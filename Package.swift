@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "AudioGraphJACK", targets: ["AudioGraphJACK"]),
         .executable(name: "graphthru", targets: ["graphthru"]),
         .executable(name: "first-graph", targets: ["first-graph"]),
+        .executable(name: "custom-unit", targets: ["custom-unit"]),
         .executable(name: "graphbench", targets: ["graphbench"]),
     ],
     targets: [
@@ -56,6 +57,11 @@ let package = Package(
             name: "first-graph",
             dependencies: ["AudioGraph"],
             path: "Examples/FirstGraph"
+        ),
+        .executableTarget(
+            name: "custom-unit",
+            dependencies: ["AudioGraph"],
+            path: "Examples/CustomUnit"
         ),
         // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops.
         .target(

@@ -235,7 +235,22 @@ extension AudioGraph {
                                     automation: unit.bank.automation.state,
                                     inputs: inputs, inputCount: formats.inputs.count,
                                     output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
-                                    sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate))
+                                    sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate),
+                                    custom: customKernel(unit, inputChannels: inputChannels, outputChannels: outChannels))
+        }
+
+        /// Scratch and the unretained unit for a ``RenderCallbackUnit``'s kernel.
+        func customKernel(_ unit: AudioUnit, inputChannels: [Int], outputChannels: Int) -> UnsafeMutablePointer<CustomKernel>? {
+            guard let custom = unit as? RenderCallbackUnit else { return nil }
+            let maxChannels = max(outputChannels, inputChannels.max() ?? 0)
+            let kernel = resources.allocate(CustomKernel.self, count: 1)
+            kernel.initialize(to: CustomKernel(
+                box: Unmanaged.passUnretained(custom).toOpaque(),
+                lists: resources.allocate(AudioBufferList.self, count: inputChannels.count),
+                connected: resources.allocate(Bool.self, count: inputChannels.count),
+                pointers: resources.allocate(UnsafeMutablePointer<Float>.self, count: (inputChannels.count + 1) * maxChannels),
+                maxChannels: maxChannels, parameterCount: custom.bank.count, sliceTime: 0))
+            return kernel
         }
 
         let deviceOutChannels = Int(io.deviceOutputFormat.channelsPerFrame)

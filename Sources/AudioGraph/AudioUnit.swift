@@ -9,6 +9,8 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case lowPassFilter
     /// A gain gate with a click-free ramped Mute parameter (no Apple counterpart).
     case muteGate
+    /// Your own processing in Swift (``RenderCallbackUnit``); the AUv3 `internalRenderBlock` analogue.
+    case renderCallback
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
@@ -63,8 +65,9 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     }
     let parameters: ParameterTable
 
-    init(type: AudioUnitType, inputFormats: [StreamFormat], outputFormats: [StreamFormat]) {
-        self.parameters = ParameterTable(Self.parameterDefinitions)
+    init(type: AudioUnitType, inputFormats: [StreamFormat], outputFormats: [StreamFormat],
+         parameterDefinitions: [AudioUnitParameterInfo]? = nil) {
+        self.parameters = ParameterTable(parameterDefinitions ?? Self.parameterDefinitions)
         self.type = type
         self.inputFormats = inputFormats
         self.outputFormats = outputFormats

@@ -186,6 +186,7 @@ public struct GraphRenderContext: @unchecked Sendable {
             let n = domains.frames[step.pointee.rateIndex]
             let owned = step.pointee.ownedOutput, output = step.pointee.output
             for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
+            if let custom = step.pointee.custom { custom.pointee.sliceTime = domains.times[step.pointee.rateIndex] }
             let automation = step.pointee.automation
             let idle = Unmanaged<ParameterAutomation>.fromOpaque(automation.pointee.owner!)
                 ._withUnsafeGuaranteedRef { automation.pointee.isIdle($0) }
@@ -218,6 +219,7 @@ public struct GraphRenderContext: @unchecked Sendable {
         case .mixer: MixerKernel.render(step, offset: offset, frames: frames, snap: snap)
         case .lowPass: LowPassKernel.render(step, offset: offset, frames: frames, snap: snap)
         case .muteGate: MuteGateKernel.render(step, offset: offset, frames: frames, whole: whole)
+        case .custom: CustomKernel.render(step, offset: offset, frames: frames)
         case .passthrough:
             let s = step.pointee
             for c in 0..<s.outputChannelCount {

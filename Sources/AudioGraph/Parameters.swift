@@ -35,6 +35,15 @@ public struct AudioUnitParameterInfo: Sendable {
     /// `true`: out-of-range values are clamped to `minValue…maxValue` and the clamped value reads
     /// back. `false`: any finite value is stored as given (the range is only advisory, e.g. mixer Volume).
     public let clampsToRange: Bool
+
+    /// Describes a parameter (for a ``RenderCallbackUnit``'s own parameters).
+    /// - Parameters: as the properties of the same names; `minValue` ≤ `defaultValue` ≤ `maxValue`, all finite.
+    public init(id: AudioUnitParameterID, name: String, scope: AudioUnitScope = .global, unit: AudioUnitParameterUnit,
+                minValue: Float, maxValue: Float, defaultValue: Float, clampsToRange: Bool = true) {
+        self.id = id; self.name = name; self.scope = scope; self.unit = unit
+        self.minValue = minValue; self.maxValue = maxValue; self.defaultValue = defaultValue
+        self.clampsToRange = clampsToRange
+    }
 }
 
 /// Lock-free parameter storage: one relaxed atomic Float (stored as its bit pattern) per

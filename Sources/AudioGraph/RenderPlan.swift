@@ -6,6 +6,8 @@ enum KernelKind: UInt8 {
     /// Copies input element 0 to the output (the default for a unit without a kernel of its own).
     case passthrough
     case mixer, lowPass, muteGate
+    /// A ``RenderCallbackUnit``: calls the application's process callback.
+    case custom
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.
@@ -53,6 +55,8 @@ struct PlanStep {
     /// The unit's rate (its output format's), and that rate's index in the plan's domains.
     var sampleRate: Float
     var rateIndex: Int
+    /// A custom unit's `CustomKernel` (nil for the built-in kernels).
+    var custom: UnsafeMutablePointer<CustomKernel>?
 }
 
 /// An immutable compiled graph: units in pull order with preallocated buffers for
