@@ -102,6 +102,9 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     }
 
     private var committed = Topology()
+    /// Inputs added to mixers by queued connections: (unit, element count, bank and formats
+    /// before), restored if the update fails.
+    private var inputGrowth: [(unit: AudioUnit, count: Int, bank: ParameterBank, formats: [StreamFormat], explicit: Set<AudioUnit.FormatKey>)] = []
     /// Render notifications with their tokens, in the order added.
     var notifications: [(token: Int, box: CallbackBox)] = []
     private var nextNotification = 0
@@ -238,7 +241,10 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     ///   - source: node whose output feeds. For the ``IOUnit`` only element 1 (device input) can feed.
     ///   - sourceOutputElement: 0…outputElementCount−1.
     ///   - destination: node to feed. For the ``IOUnit`` only element 0 (device output) can be fed.
-    ///   - destinationInputElement: 0…inputElementCount−1.
+    ///   - destinationInputElement: 0…inputElementCount−1; for a ``MultichannelMixerUnit`` also
+    ///     inputElementCount, which adds that input (like AVAudioMixerNode's next available bus),
+    ///     even while running — the update that applies the connection makes it heard, and a
+    ///     failed update takes the input away again.
     /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
     ///   ``AudioUnitError/invalidConnection`` (input already fed, a cycle, or an IO device side),
     ///   ``AudioUnitError/cannotDoInCurrentContext``.
@@ -248,13 +254,26 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         try checkControlThread()
         guard let src = pending.nodes[source], let dst = pending.nodes[destination] else { throw .nodeNotFound }
         try src.checkElement(.output, sourceOutputElement)
-        try dst.checkElement(.input, destinationInputElement)
+        let grows = dst.growsInputsByConnection && Int(destinationInputElement) == Int(dst.elementCount(.input))
+        if !grows { try dst.checkElement(.input, destinationInputElement) }
         if src is IOUnit, sourceOutputElement != IOUnit.inputElement { throw .invalidConnection }
         if dst is IOUnit, destinationInputElement != IOUnit.outputElement { throw .invalidConnection }
         let key = InputKey(node: destination, element: destinationInputElement)
         guard pending.inputs[key] == nil else { throw .invalidConnection }
         if !(src is IOUnit) && !(dst is IOUnit) && isUpstream(destination, of: source, in: pending) { throw .invalidConnection }
+        if grows { try growIfNextInput(dst, destinationInputElement) }
         pending.inputs[key] = .connection(source, sourceOutputElement)
+    }
+
+    /// A connection to the input element one past a mixer's last adds that element, as
+    /// AVAudioMixerNode does, even while running; the update that applies the connection makes
+    /// it audible, and a failed update takes it away again.
+    private func growIfNextInput(_ unit: AudioUnit, _ element: AudioUnitElement) throws(AudioUnitError) {
+        let count = Int(unit.elementCount(.input))
+        guard unit.growsInputsByConnection, Int(element) == count else { return }
+        guard count < 1024 else { throw .invalidElement }
+        inputGrowth.append((unit, count, unit.bank, unit.inputFormats, unit.explicitFormats))
+        unit.resizeInputs(count + 1)
     }
 
     /// Whether `candidate` feeds `node`, directly or through other units (the IO unit breaks paths:
@@ -297,6 +316,7 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     public func setNodeInputCallback(_ destination: AUNode, inputElement: AudioUnitElement, _ callback: @escaping RenderCallback) throws(AudioUnitError) {
         try checkControlThread()
         guard let dst = pending.nodes[destination] else { throw .nodeNotFound }
+        try growIfNextInput(dst, inputElement)
         try dst.checkElement(.input, inputElement)
         if dst is IOUnit, inputElement != IOUnit.outputElement { throw .invalidConnection }
         let key = InputKey(node: destination, element: inputElement)
@@ -470,6 +490,14 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         if isInitialized {
             do { built = try buildPlan(target) } catch {
                 pending = committed
+                // Mixer inputs the discarded connections added go again; the unit gets back
+                // the parameter bank the running plan reads.
+                for growth in inputGrowth.reversed() {
+                    growth.unit.inputFormats = growth.formats
+                    growth.unit.explicitFormats = growth.explicit
+                    growth.unit.bank = growth.bank
+                }
+                inputGrowth = []
                 throw error
             }
         }
@@ -482,7 +510,10 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     private func apply(_ target: Topology, _ built: BuiltPlan?, keepingPendingEdits: Bool = false) {
         let removed = committed.nodes.filter { target.nodes[$0.key] == nil }.map(\.value)
         committed = target
-        if !keepingPendingEdits { pending = target }
+        if !keepingPendingEdits {
+            pending = target
+            inputGrowth = []
+        }
         if let built {
             for (node, formats) in built.formats {
                 guard let unit = target.nodes[node] else { continue }

@@ -327,10 +327,20 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
                 throw .invalidPropertyValue
             }
         }
+        resizeInputs(Int(count))
+    }
+
+    /// Whether connecting to the input element one past the last adds that element (mixers:
+    /// AVAudioMixerNode's `nextAvailableInputBus` behaviour), even while initialized.
+    var growsInputsByConnection: Bool { false }
+
+    /// Sets the input element count, keeping the formats and parameter values of elements that
+    /// stay (new ones copy the first input's format, or the output's). Control thread.
+    func resizeInputs(_ count: Int) {
         let template = inputFormats.first ?? outputFormats[0]
         let old = bank
-        if Int(count) < inputFormats.count { inputFormats.removeLast(inputFormats.count - Int(count)) }
-        while inputFormats.count < Int(count) { inputFormats.append(template) }
+        if count < inputFormats.count { inputFormats.removeLast(inputFormats.count - count) }
+        while inputFormats.count < count { inputFormats.append(template) }
         bank = ParameterBank(values: defaultParameterValues(inputElements: inputFormats.count))
         // Keep the values of elements that still exist.
         let oldInputs = (old.count - parameters.output.count * outputFormats.count - parameters.global.count) / max(1, parameters.input.count)

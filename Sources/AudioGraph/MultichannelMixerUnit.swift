@@ -44,6 +44,10 @@ public final class MultichannelMixerUnit: AudioUnit, @unchecked Sendable {
 
     override func canSetElementCount(_ scope: AudioUnitScope) -> Bool { scope == .input }
 
+    /// Connecting to input `elementCount` adds that input, even while running (a mixer made
+    /// with no inputs renders exact zeros until then).
+    override var growsInputsByConnection: Bool { true }
+
     /// Same channel count as the output, or mono (the kernel copies it to every output channel).
     override func acceptsInputChannels(_ inputChannels: Int, outputChannels: Int) -> Bool {
         inputChannels == 1 || inputChannels == outputChannels

@@ -18,7 +18,7 @@ struct AudioGraphTests {
         #expect(throws: AudioUnitError.nodeNotFound) { try graph.connectNodeInput(ghost, sourceOutputElement: 0, mixer, destinationInputElement: 1) }
         #expect(throws: AudioUnitError.nodeNotFound) { try graph.connectNodeInput(gate, sourceOutputElement: 0, ghost, destinationInputElement: 0) }
         #expect(throws: AudioUnitError.invalidElement) { try graph.connectNodeInput(gate, sourceOutputElement: 3, mixer, destinationInputElement: 1) }
-        #expect(throws: AudioUnitError.invalidElement) { try graph.connectNodeInput(gate, sourceOutputElement: 0, mixer, destinationInputElement: 2) }
+        #expect(throws: AudioUnitError.invalidElement) { try graph.connectNodeInput(gate, sourceOutputElement: 0, mixer, destinationInputElement: 3) }  // 2 would add an input
         #expect(throws: AudioUnitError.invalidConnection, "already fed") { try graph.connectNodeInput(io, sourceOutputElement: 1, gate, destinationInputElement: 0) }
         #expect(throws: AudioUnitError.invalidConnection, "cycle") { try graph.connectNodeInput(mixer, sourceOutputElement: 0, mixer, destinationInputElement: 1) }
         let gate2 = try graph.addNode(MuteGateUnit())

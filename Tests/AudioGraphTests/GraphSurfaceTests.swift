@@ -79,3 +79,64 @@ struct GraphSurfaceTests {
         #expect(again.average == 0 && again.maximum == 0, "reset by the read")
     }
 }
+
+@Suite("A mixer with no inputs")
+struct EmptyMixerTests {
+    @Test func rendersZerosThenTakesConnectionsWhileRunning() throws {
+        let graph = AudioGraph()
+        let io = IOUnit()
+        let ioNode = try graph.addNode(io)
+        try io.setInputEnabled(true)
+        let mixer = MultichannelMixerUnit(inputs: 0)
+        let mixerNode = try graph.addNode(mixer)
+        try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        let renderer = try OfflineRenderer(graph: graph)
+        try graph.initialize()
+        try graph.start()
+        let input = [noise(frames: 512, seed: 1), noise(frames: 512, seed: 2)]
+        #expect(try renderer.render(input: input, frameCount: 512).allSatisfy { $0.allSatisfy { $0 == 0 } }, "exact zeros")
+
+        // Connections to the next input add it, while running; a gap is still an error.
+        #expect(throws: AudioUnitError.invalidElement) {
+            try graph.connectNodeInput(ioNode, sourceOutputElement: 1, mixerNode, destinationInputElement: 1)
+        }
+        try graph.connectNodeInput(ioNode, sourceOutputElement: 1, mixerNode, destinationInputElement: 0)
+        #expect(mixer.elementCount(.input) == 1)
+        try graph.setNodeInputCallback(mixerNode, inputElement: 1) { _, _, list in
+            for c in 0..<list.channelCount { for f in 0..<list.frameCount { list[c][f] = 0.25 } }
+            return 0
+        }
+        #expect(mixer.elementCount(.input) == 2)
+        #expect(try mixer.parameter(MultichannelMixerUnit.Parameter.volume, scope: .input, element: 1) == 1, "unity gain")
+        try graph.update()
+        let out = try renderer.render(input: input, frameCount: 512)
+        for c in 0..<2 { #expect(out[c] == input[c].map { $0 + 0.25 }) }
+    }
+
+    @Test func aFailedUpdateTakesTheAddedInputAwayAndParametersStillReachTheRenderer() throws {
+        let graph = AudioGraph()
+        let io = IOUnit()
+        let ioNode = try graph.addNode(io)
+        try io.setInputEnabled(true)
+        let mixer = MultichannelMixerUnit(inputs: 1)
+        let mixerNode = try graph.addNode(mixer)
+        try graph.connectNodeInput(ioNode, sourceOutputElement: 1, mixerNode, destinationInputElement: 0)
+        try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        let renderer = try OfflineRenderer(graph: graph)
+        try graph.initialize()
+        try graph.start()
+        // A 100 Hz filter cannot be resampled to 48 kHz: the batch that adds input 1 fails.
+        let odd = LowPassFilterUnit()
+        try odd.setStreamFormat(.float32(sampleRate: 100, channels: 2), scope: .output, element: 0)
+        let oddNode = try graph.addNode(odd)
+        try graph.connectNodeInput(ioNode, sourceOutputElement: 1, oddNode, destinationInputElement: 0)
+        try graph.connectNodeInput(oddNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 1)
+        #expect(mixer.elementCount(.input) == 2)
+        #expect(throws: AudioUnitError.formatNotSupported) { try graph.update() }
+        #expect(mixer.elementCount(.input) == 1, "the input the failed batch added is gone")
+        try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, 0.5, scope: .input, element: 0)
+        let input = [[Float](repeating: 0.5, count: 512), [Float](repeating: 0.5, count: 512)]
+        let out = try renderer.render(input: input, frameCount: 512)
+        #expect(out[0].suffix(256).allSatisfy { $0 == 0.25 }, "the running plan hears the parameter")
+    }
+}
