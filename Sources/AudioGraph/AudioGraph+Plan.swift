@@ -298,14 +298,29 @@ extension AudioGraph {
 
     /// A readable dump of the graph, like `CAShow`: nodes with their formats, connections and
     /// callbacks, and the state. Thread: control thread.
+    /// Seconds as milliseconds with two decimals, for the dump (no Foundation in the core).
+    private func milliseconds(_ seconds: Double) -> String {
+        let hundredths = Int((seconds * 100_000).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+
     public var description: String {
-        var lines = ["AudioGraph: \(nodeCount) node(s), \(isInitialized ? "initialized" : "uninitialized"), \(isRunning ? "running" : "stopped")\(hasPendingEdits ? ", edits pending" : "")"]
+        var state = "\(isInitialized ? "initialized" : "uninitialized"), \(isRunning ? "running" : "stopped")"
+        if hasPendingEdits { state += ", edits pending" }
+        if renderLatency > 0 { state += ", conversion latency \(milliseconds(renderLatency)) ms" }
+        if !notifications.isEmpty { state += ", \(notifications.count) render notification(s)" }
+        var lines = ["AudioGraph: \(nodeCount) node(s), \(state)"]
         for node in nodes {
             guard let unit = try? nodeInfo(node) else { continue }
-            lines.append("  \(node): \(unit.type.rawValue)")
+            var header = "  \(node): \(unit.type.rawValue)"
+            if unit.conversionLatency > 0 { header += " (input conversion adds \(milliseconds(unit.conversionLatency)) ms)" }
+            lines.append(header)
+            let processing = unit.outputFormats.first
             for element in 0..<unit.elementCount(.input) {
                 let key = InputKey(node: node, element: element)
-                let source: String
+                let format = unit.inputFormats[Int(element)]
+                var source: String
                 if unit.isDeviceSide(.input, element) {
                     source = "(device side)"
                 } else {
@@ -314,8 +329,12 @@ extension AudioGraph {
                     case .callback?: source = "← render callback"
                     case nil: source = "(unconnected)"
                     }
+                    if pending.inputs[key] != nil, let processing, !(unit is IOUnit),
+                       format.sampleRate != processing.sampleRate || format.channelsPerFrame != processing.channelsPerFrame || !format.isCanonical {
+                        source += ", converted to \(Int(processing.sampleRate)) Hz \(processing.channelsPerFrame) ch"
+                    }
                 }
-                lines.append("    in \(element): \(unit.inputFormats[Int(element)]) \(source)")
+                lines.append("    in \(element): \(format) \(source)")
             }
             for element in 0..<unit.elementCount(.output) {
                 lines.append("    out \(element): \(unit.outputFormats[Int(element)])\(unit.isDeviceSide(.output, element) ? " (device side)" : "")")
@@ -324,4 +343,3 @@ extension AudioGraph {
         return lines.joined(separator: "\n")
     }
 }
-

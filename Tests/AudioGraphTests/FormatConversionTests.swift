@@ -187,3 +187,23 @@ func int16(_ x: [Float]) -> [Int16] { x.map { Int16(max(-32_768, min(32_767, ($0
         #expect(out == reference)
     }
 }
+
+@Suite("The graph dump") struct GraphDumpTests {
+    @Test func showsFormatsConversionsCallbacksAndLatency() throws {
+        let graph = AudioGraph()
+        let io = IOUnit()
+        let ioNode = try graph.addNode(io)
+        let mixer = MultichannelMixerUnit(inputs: 2)
+        try mixer.setStreamFormat(.int16(sampleRate: 16_000, channels: 1), scope: .input, element: 1)
+        let mixerNode = try graph.addNode(mixer)
+        try graph.setNodeInputCallback(mixerNode, inputElement: 1) { _, _, _ in 0 }
+        try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        _ = try OfflineRenderer(graph: graph)
+        try graph.initialize()
+        let dump = graph.description
+        #expect(dump.contains("AudioGraph: 2 node(s), initialized, stopped, conversion latency "))
+        #expect(dump.contains("in 1: 16000 Hz, 1 ch, Int16, interleaved ← render callback, converted to 48000 Hz 2 ch"), "\(dump)")
+        #expect(dump.contains("in 0: 48000 Hz, 2 ch, Float32, non-interleaved (unconnected)"), "\(dump)")
+        #expect(dump.contains("multichannelMixer (input conversion adds "), "\(dump)")
+    }
+}
