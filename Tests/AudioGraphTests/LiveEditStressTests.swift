@@ -94,6 +94,10 @@ struct LiveEditStressTests {
                 switch roll {
                 case 0..<15:  // add a unit
                     let unit: AudioUnit = [LowPassFilterUnit(), MuteGateUnit(), MultichannelMixerUnit(inputs: 2)][Int.random(in: 0..<3, using: &random)]
+                    // Some run at 16 kHz mono: their connections resample both ways.
+                    if Int.random(in: 0..<3, using: &random) == 0 {
+                        try unit.setStreamFormat(.float32(sampleRate: 16_000, channels: 1), scope: .output, element: 0)
+                    }
                     island.append(try graph.addNode(unit)); counts.valid += 1
                 case 15..<25:  // remove one
                     guard !island.isEmpty else { continue }
@@ -118,7 +122,17 @@ struct LiveEditStressTests {
                 case 55..<70:  // parameters, from this thread, while rendering
                     guard let node = island.randomElement(using: &random), let unit = try? graph.nodeInfo(node) else { continue }
                     if let filter = unit as? LowPassFilterUnit {
-                        try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, Float.random(in: -100...30_000, using: &random), scope: .global)
+                        if Bool.random(using: &random) {
+                            try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, Float.random(in: -100...30_000, using: &random), scope: .global)
+                        } else {  // scheduled ramps and approaches through the lock-free queue
+                            try filter.scheduleParameter(AudioUnitParameterEvent(
+                                id: LowPassFilterUnit.Parameter.cutoffFrequency, scope: .global, bufferOffset: Int.random(in: 0..<600, using: &random),
+                                Bool.random(using: &random) ? .linearRamp(to: Float.random(in: 20...20_000, using: &random), durationFrames: Int.random(in: 1...2000, using: &random))
+                                                            : .target(Float.random(in: 20...20_000, using: &random), timeConstant: 0.002)))
+                        }
+                        // The main mixer's silent inputs get scheduled zeros: same value, same output.
+                        try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, 0, scope: .input,
+                                               element: AudioUnitElement.random(in: 1...4, using: &random), bufferOffset: Int.random(in: 0..<300, using: &random))
                     } else if let g = unit as? MuteGateUnit {
                         g.isMuted.toggle()
                     }
