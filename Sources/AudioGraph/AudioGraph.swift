@@ -400,9 +400,12 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     /// over the audio time rendered, as an average over all cycles and the maximum of a single
     /// cycle (0…1, above 1 when a cycle took longer than it lasts). Mirrors `AUGraphGetCPULoad`
     /// and `AUGraphGetMaxCPULoad`, which likewise reset what they report.
-    /// Measured with `clock_gettime(CLOCK_MONOTONIC)` around each cycle.
+    /// Measured with `clock_gettime(CLOCK_MONOTONIC)` around each cycle, from the first call on
+    /// (a graph nobody asks does not pay for the two clock reads): the first call starts the
+    /// measurement and returns zeros.
     /// - Thread: any (atomic reads and exchanges).
     public func cpuLoad() -> (average: Double, maximum: Double) {
+        shared.measuresLoad.store(true, ordering: .relaxed)
         let busy = shared.busyNanoseconds.exchange(0, ordering: .relaxed)
         let audio = shared.audioNanoseconds.exchange(0, ordering: .relaxed)
         let maximum = Double(bitPattern: shared.maximumLoad.exchange(0, ordering: .relaxed))

@@ -19,6 +19,8 @@ final class RenderShared: @unchecked Sendable {
     let busyNanoseconds = Atomic<UInt64>(0)
     let audioNanoseconds = Atomic<UInt64>(0)
     let maximumLoad = Atomic<UInt64>(0)
+    /// Set by the first `cpuLoad()` call: until someone asks, cycles are not timed.
+    let measuresLoad = Atomic<Bool>(false)
     /// The published plan's conversion latency, in frames at the graph's rate.
     let latencyFrames = Atomic<UInt32>(0)
     /// `pthread_self()` of the thread inside `render`, 0 outside; edits from it are refused.
@@ -58,7 +60,8 @@ public struct GraphRenderContext: @unchecked Sendable {
                        input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
                        output: UnsafePointer<UnsafeMutablePointer<Float>>, outputChannelCount: Int) {
         shared._withUnsafeGuaranteedRef { s in
-            let started = GraphRenderContext.now()
+            let measuring = s.measuresLoad.load(ordering: .relaxed)
+            let started = measuring ? GraphRenderContext.now() : 0
             s.renderThread.store(_unsafePerformance { UInt(pthread_self()) }, ordering: .relaxed)
             // Hazard-pointer acquire: announce the plan, then confirm it is still the published one.
             var plan = s.current.load(ordering: .sequentiallyConsistent)
@@ -89,7 +92,7 @@ public struct GraphRenderContext: @unchecked Sendable {
                 }
                 // CPU load: time in here over the audio time rendered (single writer: plain
                 // loads and stores; the reader exchanges them with 0).
-                if frameCount > 0 && rate > 0 {
+                if measuring && frameCount > 0 && rate > 0 {
                     let busy = GraphRenderContext.now() &- started
                     let audio = UInt64(Double(frameCount) / rate * 1e9)
                     s.busyNanoseconds.store(s.busyNanoseconds.load(ordering: .relaxed) &+ busy, ordering: .relaxed)
@@ -181,16 +184,17 @@ public struct GraphRenderContext: @unchecked Sendable {
         for i in 0..<p.stepCount {
             let step = p.steps + i
             for k in 0..<step.pointee.inputCount {
-                errors &+= pullInput(step.pointee.inputs + k, domains)
+                let input = step.pointee.inputs + k
+                // Most inputs are plain connections: nothing to run before the kernel reads them.
+                if input.pointee.callback != nil || input.pointee.converter != nil {
+                    errors &+= pullInput(input, domains)
+                }
             }
             let n = domains.frames[step.pointee.rateIndex]
             let owned = step.pointee.ownedOutput, output = step.pointee.output
             for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
             if let custom = step.pointee.custom { custom.pointee.sliceTime = domains.times[step.pointee.rateIndex] }
-            let automation = step.pointee.automation
-            let idle = Unmanaged<ParameterAutomation>.fromOpaque(automation.pointee.owner!)
-                ._withUnsafeGuaranteedRef { automation.pointee.isIdle($0) }
-            if idle {
+            if step.pointee.automation.pointee.isIdle {
                 runKernel(step, offset: 0, frames: n, snap: false, whole: true)
             } else {
                 AutomationRenderer.render(step, frames: n, time: Int64(domains.times[step.pointee.rateIndex]))
@@ -232,7 +236,7 @@ public struct GraphRenderContext: @unchecked Sendable {
     /// Prepares one input element for its unit: runs its render callback (zeroed first,
     /// silenced again if the callback fails; decoded from the callback's format), then its
     /// converter. Returns the render errors counted (failed callbacks, converter glitches).
-    @_noLocks @inline(__always)
+    @_noLocks
     static func pullInput(_ input: UnsafeMutablePointer<PlanInput>, _ domains: RateDomains) -> UInt64 {
         var errors: UInt64 = 0
         let sourceFrames = domains.frames[input.pointee.sourceRateIndex]

@@ -101,6 +101,10 @@ enum LowPassKernel {
         } else if st[6] != resonance {
             updateCoefficients(st, cutoff: st[5], resonance: resonance, sampleRate: s.sampleRate)
         }
+        if st[5] == target {
+            process(step, offset: offset, frames: frames)
+            return
+        }
         var done = 0
         while done < frames {
             var n = frames - done
@@ -133,21 +137,23 @@ enum LowPassKernel {
         if let input, inChannels >= 2 {
             while first + 1 < min(s.outputChannelCount, inChannels) {
                 let za = st + stateBase + 4 * first, zb = za + 4
-                var ax1 = za[0], ax2 = za[1], ay1 = za[2], ay2 = za[3]
-                var bx1 = zb[0], bx2 = zb[1], by1 = zb[2], by2 = zb[3]
+                // Both channels as the two lanes of one vector: the same operations in the same
+                // order per lane, so each channel's result is bit-identical to one at a time.
+                var x1 = SIMD2<Float>(za[0], zb[0]), x2 = SIMD2<Float>(za[1], zb[1])
+                var y1 = SIMD2<Float>(za[2], zb[2]), y2 = SIMD2<Float>(za[3], zb[3])
+                let vb0 = SIMD2<Float>(repeating: b0), vb1 = SIMD2<Float>(repeating: b1), vb2 = SIMD2<Float>(repeating: b2)
+                let va1 = SIMD2<Float>(repeating: a1), va2 = SIMD2<Float>(repeating: a2)
                 let srcA = input[first] + offset, srcB = input[first + 1] + offset
                 let dstA = out[first] + offset, dstB = out[first + 1] + offset
                 for f in 0..<frames {
-                    let xa = srcA[f], xb = srcB[f]
-                    let ya = b0 * xa + b1 * ax1 + b2 * ax2 - a1 * ay1 - a2 * ay2
-                    let yb = b0 * xb + b1 * bx1 + b2 * bx2 - a1 * by1 - a2 * by2
-                    ax2 = ax1; ax1 = xa; ay2 = ay1; ay1 = ya
-                    bx2 = bx1; bx1 = xb; by2 = by1; by1 = yb
-                    dstA[f] = ya
-                    dstB[f] = yb
+                    let x = SIMD2<Float>(srcA[f], srcB[f])
+                    let y = vb0 * x + vb1 * x1 + vb2 * x2 - va1 * y1 - va2 * y2
+                    x2 = x1; x1 = x; y2 = y1; y1 = y
+                    dstA[f] = y[0]
+                    dstB[f] = y[1]
                 }
-                za[0] = flush(ax1); za[1] = flush(ax2); za[2] = flush(ay1); za[3] = flush(ay2)
-                zb[0] = flush(bx1); zb[1] = flush(bx2); zb[2] = flush(by1); zb[3] = flush(by2)
+                za[0] = flush(x1[0]); za[1] = flush(x2[0]); za[2] = flush(y1[0]); za[3] = flush(y2[0])
+                zb[0] = flush(x1[1]); zb[1] = flush(x2[1]); zb[2] = flush(y1[1]); zb[3] = flush(y2[1])
                 first += 2
             }
         }

@@ -108,7 +108,7 @@ final class ParameterAutomation: @unchecked Sendable {
         effective = .allocate(capacity: max(1, slots))
         for i in 0..<max(1, slots) { (effective + i).initialize(to: Atomic(0)) }
         state = .allocate(capacity: 1)
-        state.initialize(to: AutomationState(owner: nil, ramps: ramps, pending: pending, pendingCount: 0, active: 0))
+        state.initialize(to: AutomationState(owner: nil, sequences: sequences, ramps: ramps, pending: pending, pendingCount: 0, active: 0))
         state.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
     }
 
@@ -153,6 +153,8 @@ final class ParameterAutomation: @unchecked Sendable {
 /// The render thread's view of a unit's automation. Trivial; lives in `ParameterAutomation`.
 struct AutomationState {
     var owner: UnsafeMutableRawPointer?
+    /// The queue's sequence numbers (the owner's), for the idle check without a hop through it.
+    var sequences: UnsafeMutablePointer<Atomic<Int>>
     var ramps: UnsafeMutablePointer<SlotRamp>
     var pending: UnsafeMutablePointer<ParameterChange>
     var pendingCount: Int
@@ -162,11 +164,12 @@ struct AutomationState {
     var dequeuePosition: Int = 0
 
     /// Whether nothing is queued, pending or ramping: the unit renders its slice in one piece.
-    @_noLocks @inline(__always)
-    func isIdle(_ automation: ParameterAutomation) -> Bool {
-        if pendingCount != 0 || active != 0 { return false }
-        let cell = dequeuePosition & (ParameterAutomation.queueCapacity - 1)
-        return automation.sequences[cell].load(ordering: .acquiring) != dequeuePosition + 1
+    var isIdle: Bool {
+        @_noLocks @inline(__always) get {
+            if pendingCount != 0 || active != 0 { return false }
+            let cell = dequeuePosition & (ParameterAutomation.queueCapacity - 1)
+            return sequences[cell].load(ordering: .acquiring) != dequeuePosition + 1
+        }
     }
 }
 
