@@ -43,7 +43,8 @@ public final class AudioConverter: @unchecked Sendable {
     private let resampled: ChannelPointers    // [work][resampler output capacity]
     private let expanded: ChannelPointers     // [output channels][resampler output capacity]
     private let resampler: Resampler?
-    private var blocks: [UnsafeMutableRawPointer] = []
+    /// Owns the stage buffers.
+    private let memory = PlanResources()
 
     /// Creates a converter.
     /// - Parameters:
@@ -72,23 +73,10 @@ public final class AudioConverter: @unchecked Sendable {
             resampler = nil
         }
         let outFrames = resampler?.maxOutput ?? maximumInputFrames
-        var blocks: [UnsafeMutableRawPointer] = []
-        func channels(_ count: Int, _ frames: Int) -> ChannelPointers {
-            let p = ChannelPointers.allocate(capacity: count)
-            blocks.append(UnsafeMutableRawPointer(p))
-            for c in 0..<count {
-                let b = UnsafeMutablePointer<Float>.allocate(capacity: frames)
-                b.initialize(repeating: 0, count: frames)
-                blocks.append(UnsafeMutableRawPointer(b))
-                p[c] = b
-            }
-            return p
-        }
-        decoded = channels(inCh, maximumInputFrames)
-        reduced = channels(work, maximumInputFrames)
-        resampled = channels(work, outFrames)
-        expanded = channels(outCh, outFrames)
-        self.blocks = blocks
+        decoded = memory.allocateChannels(inCh, frames: maximumInputFrames)
+        reduced = memory.allocateChannels(work, frames: maximumInputFrames)
+        resampled = memory.allocateChannels(work, frames: outFrames)
+        expanded = memory.allocateChannels(outCh, frames: outFrames)
         if let resampler {
             latencyFrames = AudioConverter.measureDelay(resampler, scratch: resampled, input: reduced)
         } else {
@@ -98,7 +86,6 @@ public final class AudioConverter: @unchecked Sendable {
 
     deinit {
         resampler?.destroy()
-        for block in blocks { block.deallocate() }
     }
 
     /// The most output frames a call with `frames` input frames can return; size output buffers

@@ -140,7 +140,8 @@ final class ConverterStorage: @unchecked Sendable {
     let converter: UnsafeMutablePointer<PlanConverter>
     /// Latency the conversion adds, in seconds (the FIFO's prefill at the destination rate).
     let latency: Double
-    private var blocks: [UnsafeMutableRawPointer] = []
+    /// Owns the converter and its buffers.
+    private let memory = PlanResources()
     private let resampler: Resampler?
 
     /// Builds a converter from `key.sourceChannels` at `key.sourceRate` to
@@ -164,32 +165,18 @@ final class ConverterStorage: @unchecked Sendable {
             resampler = nil
         }
         latency = Double(prefill) / key.destinationRate
-        converter = .allocate(capacity: 1)
-        var blocks: [UnsafeMutableRawPointer] = [UnsafeMutableRawPointer(converter)]
-        func channels(_ count: Int, _ frames: Int) -> ChannelPointers {
-            let p = ChannelPointers.allocate(capacity: max(1, count))
-            blocks.append(UnsafeMutableRawPointer(p))
-            for c in 0..<count {
-                let b = UnsafeMutablePointer<Float>.allocate(capacity: max(1, frames))
-                b.initialize(repeating: 0, count: max(1, frames))
-                blocks.append(UnsafeMutableRawPointer(b))
-                p[c] = b
-            }
-            return p
-        }
+        converter = memory.allocate(PlanConverter.self, count: 1)
         converter.initialize(to: PlanConverter(
             sourceChannels: key.sourceChannels, destinationChannels: key.destinationChannels, work: work,
-            reduced: channels(work, max(sourceMax, destinationMax)),
+            reduced: memory.allocateChannels(work, frames: max(sourceMax, destinationMax)),
             resampler: resampler,
-            fifo: channels(work, fifoCapacity), fifoCount: prefill, fifoCapacity: fifoCapacity,
+            fifo: memory.allocateChannels(work, frames: fifoCapacity), fifoCount: prefill, fifoCapacity: fifoCapacity,
             prefill: prefill,
-            output: channels(key.destinationChannels, destinationMax), glitches: 0))
-        self.blocks = blocks
+            output: memory.allocateChannels(key.destinationChannels, frames: destinationMax), glitches: 0))
     }
 
     deinit {
         resampler?.destroy()
-        for block in blocks { block.deallocate() }
     }
 
     /// Prefills already measured, by (source rate, destination rate, graph rate, slice size):

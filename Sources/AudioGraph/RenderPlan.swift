@@ -110,7 +110,7 @@ final class CallbackBox: @unchecked Sendable {
 }
 
 /// Everything a plan points to; freed (on a control thread) only after the render thread has
-/// moved past the plan.
+/// moved past the plan. Converters use it for their own memory too.
 final class PlanResources: @unchecked Sendable {
     private var blocks: [UnsafeMutableRawPointer] = []
     var retained: [AnyObject] = []
