@@ -325,6 +325,46 @@ public final class JACKDriver: @unchecked Sendable {
 
     /// The server's sample rate in Hz (updated by the sample-rate callback). Thread: any.
     public var sampleRate: Int { Int(state.sampleRate.load(ordering: .relaxed)) }
+    /// Whether the server's rate differs from the rate the graph was configured for: the
+    /// sample-rate callback stored a new rate and ``followSampleRate()`` has not run yet.
+    /// Thread: any.
+    public var sampleRateChanged: Bool {
+        guard let io = graph.nodes.lazy.compactMap({ try? self.graph.nodeInfo($0) as? IOUnit }).first else { return false }
+        return Double(sampleRate) != io.deviceOutputFormat.sampleRate
+    }
+
+    /// Reconfigures the graph for the server's current sample rate after a change: the graph
+    /// stops (the process callback renders silence meanwhile, it never waits), the IO unit's
+    /// device sides take the new rate, formats the application never set follow it, formats
+    /// it did set are converted from then on, and the graph initializes and starts again. A
+    /// main loop calls it when ``sampleRateChanged`` becomes true (graphthru polls it).
+    /// Does nothing when the rate did not change.
+    /// - Throws: ``JACKDriverError/graph(_:)`` with the code when the graph cannot run at the new
+    ///   rate (a conversion libsamplerate cannot do); the graph is then left uninitialized.
+    /// - Thread: control thread (never from a JACK callback).
+    public func followSampleRate() throws(JACKDriverError) {
+        guard sampleRateChanged,
+              let io = graph.nodes.lazy.compactMap({ try? self.graph.nodeInfo($0) as? IOUnit }).first else { return }
+        let wasRunning = graph.isRunning
+        do {
+            try graph.uninitialize()
+            try io.configureDevice(inputChannels: io.deviceInputFormat.channelsPerFrame,
+                                   outputChannels: io.deviceOutputFormat.channelsPerFrame,
+                                   sampleRate: Double(sampleRate))
+            try graph.initialize()
+            if wasRunning { try graph.start() }
+        } catch {
+            throw .graph(error.rawValue)
+        }
+        recomputeLatency()
+    }
+
+    /// Stores a sample rate as the sample-rate callback would (package-internal: jack2 changes
+    /// rates only by restarting the server, so tests drive ``followSampleRate()`` this way).
+    package func recordSampleRateForTesting(_ rate: Int) {
+        state.sampleRate.store(UInt32(rate), ordering: .relaxed)
+    }
+
     /// The server's period in frames (updated by the buffer-size callback). Thread: any.
     public var bufferSize: Int { Int(state.bufferSize.load(ordering: .relaxed)) }
     /// xruns the server reported since the client opened. Thread: any.

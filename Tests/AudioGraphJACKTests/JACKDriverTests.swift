@@ -210,3 +210,38 @@ extension JACKIntegration.JACKDriverTests {
 func runConverterInt16(_ converter: AudioConverter, _ input: [Float]) throws -> [[Float]] {
     try runConverter(converter, [input], chunk: 256)
 }
+
+extension JACKIntegration.JACKDriverTests {
+    @Test func aSampleRateChangeReconfiguresTheGraphAndMonitoringResumes() throws {
+        // jack2 changes rate only by restarting its server, so the change is recorded as the
+        // sample-rate callback would record it; the reconfiguration itself is the real one.
+        let (graph, _, driver) = try makeChain(name: "ag-rate-change")
+        defer { driver.close() }
+        try driver.start()
+        let io = try #require(graph.nodes.lazy.compactMap { try? graph.nodeInfo($0) as? IOUnit }.first)
+        #expect(!driver.sampleRateChanged)
+        try driver.followSampleRate()  // nothing to do
+
+        driver.recordSampleRateForTesting(44_100)
+        #expect(driver.sampleRateChanged)
+        let cycles = driver.processCycleCount
+        try driver.followSampleRate()
+        #expect(!driver.sampleRateChanged)
+        #expect(io.deviceOutputFormat.sampleRate == 44_100 && io.deviceInputFormat.sampleRate == 44_100)
+        #expect(graph.isInitialized && graph.isRunning)
+        // The mixer's output was set to 48 kHz by makeChain: it is now converted, with latency.
+        #expect(graph.renderLatency > 0, "the 48 kHz mixer is resampled to the 44.1 kHz device")
+        usleep(100_000)
+        #expect(driver.processCycleCount > cycles, "JACK kept pulling throughout")
+
+        // Back to the server's real rate: monitoring is bit-exact again.
+        driver.recordSampleRateForTesting(48_000)
+        try driver.followSampleRate()
+        #expect(graph.renderLatency == 0)
+        let speech = Speech.load().samples
+        let probe = ProbeClient(server: server, name: "probe-rate", play: speech, captureFrames: speech.count + 8192)
+        probe.connect("\(probe.name):out", driver.inputPortNames[0])
+        probe.connect(driver.outputPortNames[0], "\(probe.name):in")
+        #expect(exactDelay(of: speech, in: probe.run()) != nil, "speech came back bit-exact")
+    }
+}
