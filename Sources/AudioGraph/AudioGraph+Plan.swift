@@ -236,7 +236,8 @@ extension AudioGraph {
                                     inputs: inputs, inputCount: formats.inputs.count,
                                     output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
                                     sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate),
-                                    custom: customKernel(unit, inputChannels: inputChannels, outputChannels: outChannels))
+                                    custom: customKernel(unit, inputChannels: inputChannels, outputChannels: outChannels),
+                                    links: Unmanaged.passUnretained(unit.renderLinks))
         }
 
         /// Scratch and the unretained unit for a ``RenderCallbackUnit``'s kernel.
@@ -287,7 +288,8 @@ extension AudioGraph {
             notificationCapacity: max(deviceChannels, deviceOutChannels),
             ioDevice: ioDevice, ioDeviceSilence: ioDeviceSilence, ioDeviceChannels: deviceChannels,
             ioInputConverter: ioInputConverter, ioInputRateIndex: ioInRateIndex,
-            ioInputLayout: RawLayout(ioIn), ioInputRaw: ioInputRaw, ioInputRawBytesPerFrame: Int(ioIn.bytesPerFrame)))
+            ioInputLayout: RawLayout(ioIn), ioInputRaw: ioInputRaw, ioInputRawBytesPerFrame: Int(ioIn.bytesPerFrame),
+            ioLinks: Unmanaged.passUnretained(io.renderLinks)))
         resources.plan = plan
         for (node, formats) in unconnectedFormats {
             resolved[node]!.inputs = zip(resolved[node]!.inputs, formats).map { $0 ?? $1 }

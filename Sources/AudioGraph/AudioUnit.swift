@@ -47,6 +47,8 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     var bank: ParameterBank
     // Render-thread state owned by the unit, kept across plan rebuilds (filter memory, ramps).
     var kernel: KernelStorage?
+    // Observers (taps, meters) of the output elements, and a kernel's render context; the plan points here.
+    let renderLinks = UnitRenderLinks()
 
     struct FormatKey: Hashable { let scope: AudioUnitScope; let element: AudioUnitElement }
 

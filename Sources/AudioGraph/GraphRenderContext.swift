@@ -180,6 +180,8 @@ public struct GraphRenderContext: @unchecked Sendable {
                 Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.input?(timeStamp, list) }
             }
         }
+        Observers.run(p.ioLinks, element: 1, channels: p.ioInput, channelCount: p.ioInputChannels, frames: inputFrames,
+                      sampleRate: domains.rates[p.ioInputRateIndex], sampleTime: domains.times[p.ioInputRateIndex])
         // 2. Units in pull order, each at its own rate.
         for i in 0..<p.stepCount {
             let step = p.steps + i
@@ -199,6 +201,8 @@ public struct GraphRenderContext: @unchecked Sendable {
             } else {
                 AutomationRenderer.render(step, frames: n, time: Int64(domains.times[step.pointee.rateIndex]))
             }
+            Observers.run(step.pointee.links, element: 0, channels: step.pointee.output, channelCount: step.pointee.outputChannelCount,
+                          frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
         }
         // 3. IO element 0 to the device (converted to the device's format by its input).
         var ioOutput = p.ioOutput
@@ -211,6 +215,9 @@ public struct GraphRenderContext: @unchecked Sendable {
                 dst.update(repeating: 0, count: frames)
             }
         }
+        Observers.run(p.ioLinks, element: 0, channels: p.ioOutputEnabled ? ioOutput.channels : nil,
+                      channelCount: ioOutput.channels == nil ? outputChannelCount : ioOutput.channelCount,
+                      frames: frames, sampleRate: p.sampleRate, sampleTime: sampleTime)
         return errors
     }
 

@@ -57,6 +57,8 @@ struct PlanStep {
     var rateIndex: Int
     /// A custom unit's `CustomKernel` (nil for the built-in kernels).
     var custom: UnsafeMutablePointer<CustomKernel>?
+    /// The unit's observers (taps, meters) and render context; the unit keeps it alive.
+    var links: Unmanaged<UnitRenderLinks>
 }
 
 /// An immutable compiled graph: units in pull order with preallocated buffers for
@@ -97,6 +99,8 @@ struct RenderPlan {
     var ioInputLayout: RawLayout
     var ioInputRaw: UnsafeMutablePointer<UnsafeMutableRawPointer>?
     var ioInputRawBytesPerFrame: Int
+    /// The IO unit's observers: element 1 sees the device input, element 0 what the device gets.
+    var ioLinks: Unmanaged<UnitRenderLinks>
 }
 
 /// Owns a callback closure so a plan can hold it as a raw pointer.
