@@ -36,10 +36,12 @@ let package = Package(
             pkgConfig: "samplerate",
             providers: [.apt(["libsamplerate0-dev"])]
         ),
-        // The engine core: formats, units, graph, render plan, offline driver. No JACK here.
+        // The engine core: formats, units, graph, render plan, offline driver. No JACK client
+        // here: from libjack it uses only jack_ringbuffer (the lock-free render → consumer FIFO
+        // of taps and the file player); libsndfile reads and writes audio files.
         .target(
             name: "AudioGraph",
-            dependencies: ["CSampleRate"],
+            dependencies: ["CSampleRate", "CJack", "CSndFile"],
             path: "Sources/AudioGraph"
         ),
         // The JACK driver: a client whose process callback pulls the graph.

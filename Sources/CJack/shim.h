@@ -4,6 +4,7 @@
 #include <jack/jack.h>
 #include <jack/types.h>
 #include <jack/metadata.h>
+#include <jack/ringbuffer.h>
 
 /// `jack_client_open` is variadic, which Swift cannot call; this fixed-arity wrapper passes the
 /// server name only when `JackServerName` is set in `options` (jack.h, "jack_client_open").
