@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioGraphTests",
-            dependencies: ["AudioGraph", "AudioGraphTestSupport"],
+            dependencies: ["AudioGraph", "AudioGraphTestSupport", "CSndFile"],
             path: "Tests/AudioGraphTests"
         ),
         // Test support: counts allocations and lock calls on armed threads (interposes malloc).

@@ -1,0 +1,71 @@
+import CSndFile
+import Testing
+@testable import AudioGraph
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file read back with libsndfile: `[channel][frame]` floats (libsndfile's read scaling:
+/// integers divided by 2^(bits−1)), and the file's format.
+func readAudioFile(_ path: String) -> (channels: [[Float]], info: SF_INFO)? {
+    var info = SF_INFO()
+    guard let file = sf_open(path, Int32(SFM_READ), &info) else { return nil }
+    defer { sf_close(file) }
+    var interleaved = [Float](repeating: 0, count: Int(info.frames) * Int(info.channels))
+    let read = sf_readf_float(file, &interleaved, info.frames)
+    let n = Int(info.channels)
+    let channels = (0..<n).map { c in stride(from: c, to: Int(read) * n, by: n).map { interleaved[$0] } }
+    return (channels, info)
+}
+
+func temporaryPath(_ name: String) -> String {
+    "/tmp/audiograph-test-\(getpid())-\(name)"
+}
+
+@Suite("Recording through the offline renderer")
+struct RecorderTests {
+    /// Float32 WAV keeps every sample; 16- and 24-bit keep every sample that is already on their grid.
+    @Test(arguments: [(RecordingSettings.FileType.wav, RecordingSettings.SampleFormat.float32, 0),
+                      (.wav, .int16, 16), (.wav, .int24, 24), (.flac, .int16, 16), (.flac, .int24, 24)])
+    func recordingMatchesTheRenderedOutput(fileType: RecordingSettings.FileType, sampleFormat: RecordingSettings.SampleFormat, bits: Int) throws {
+        let chain = try Chain([MuteGateUnit()], channels: 2)
+        let path = temporaryPath("rec-\(sampleFormat).\(fileType)")
+        defer { unlink(path) }
+        // On the format's grid (bits 0: any float), within −1…1 − 1 LSB.
+        func quantized(_ x: [Float]) -> [Float] {
+            bits == 0 ? x : x.map { (($0 * 0.999) * Float(1 << (bits - 1))).rounded() / Float(1 << (bits - 1)) }
+        }
+        let input = [quantized(noise(frames: 30_000, seed: 11)), quantized(noise(frames: 30_000, seed: 12))]
+        let recorder = try Recorder(graph: chain.graph, node: chain.nodes[0], path: path,
+                                    settings: RecordingSettings(fileType: fileType, sampleFormat: sampleFormat))
+        let output = try chain.render(input, slice: 256)
+        try recorder.stop()
+        #expect(recorder.framesWritten == 30_000 && recorder.framesDropped == 0)
+        let file = try #require(readAudioFile(path))
+        #expect(file.info.samplerate == 48_000 && file.info.channels == 2 && file.info.frames == 30_000)
+        #expect(file.channels == output, "every sample recorded exactly")
+        try recorder.stop()  // twice: nothing happens
+    }
+
+    @Test func badSettingsAndPathsThrowAtTheCall() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 2)
+        let node = chain.nodes[0]
+        func error(_ path: String, _ settings: RecordingSettings? = nil, node: AUNode? = nil) -> RecorderError? {
+            do { _ = try Recorder(graph: chain.graph, node: node ?? chain.nodes[0], path: path, settings: settings); return nil }
+            catch { return error }
+        }
+        #expect(error(temporaryPath("x.flac"), RecordingSettings(fileType: .flac, sampleFormat: .float32)).map {
+            if case .unsupportedSettings = $0 { true } else { false } } == true, "FLAC holds integers only")
+        #expect(error(temporaryPath("x.mp3")).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
+        #expect(error(temporaryPath("x.wav"), RecordingSettings(channels: 0)).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
+        #expect(error(temporaryPath("x.wav"), RecordingSettings(sampleRate: .nan)).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
+        let missing = error("/nonexistent-dir/x.wav")
+        #expect(missing.map { if case .cannotCreate(let path, _) = $0 { path == "/nonexistent-dir/x.wav" } else { false } } == true, "\(String(describing: missing))")
+        #expect(error(temporaryPath("y.wav"), node: AUNode(rawValue: 77)) == .audioUnit(.nodeNotFound))
+        #expect(access(temporaryPath("y.wav"), F_OK) != 0, "nothing left behind")
+        // Nothing above disturbed the graph: it still renders its input exactly.
+        let input = [noise(frames: 1000, seed: 1), noise(frames: 1000, seed: 2)]
+        #expect(try chain.render(input) == input)
+        _ = node
+    }
+}
