@@ -305,6 +305,8 @@ struct TapStream: ~Copyable {
 
     init(target: StreamFormat?) { self.target = target }
 
+    deinit { conversion?.release() }
+
     /// Moves every complete chunk from the ring into segments. Returns whether any moved.
     @discardableResult
     mutating func pump(_ core: TapCore) -> Bool {
@@ -333,6 +335,7 @@ struct TapStream: ~Copyable {
         if sourceChanged || header.droppedBefore > 0 || segments.isEmpty {
             finish()
             if sourceChanged {
+                conversion?.release()
                 source = (header.sampleRate, header.channels)
                 conversion = TapConversion(sourceRate: header.sampleRate, sourceChannels: header.channels, target: target)
             }
@@ -396,41 +399,86 @@ struct TapStream: ~Copyable {
     }
 }
 
-/// The conversion step of a tap's consumer: Float32 non-interleaved slices at the graph's
-/// rate and the element's channel count in, the tap's format out, with state across calls and
-/// a tail on flush. Until the general converter lands, only Float32 at the source's rate and
-/// channel count is produced (either layout).
+/// The conversion step of a tap's consumer: Float32 non-interleaved slices at the element's
+/// rate and channel count in, the tap's format out, through an ``AudioConverter`` (decode,
+/// channel mapping, libsamplerate, encode) that keeps its state across calls and gives its
+/// tail on flush. No converter when the formats already match.
 struct TapConversion {
+    /// The format produced, or nil when no converter can be made for this source.
     let output: StreamFormat?
     let sourceChannels: Int
+    let converter: AudioConverter?
+    private var scratch: [UnsafeMutableRawPointer] = []
+    private var scratchFrames = 0
 
     init(sourceRate: Double, sourceChannels: UInt32, target: StreamFormat?) {
         self.sourceChannels = Int(sourceChannels)
-        if let target {
-            let convertible = target.isFloat && target.sampleRate == sourceRate && target.channelsPerFrame == sourceChannels
-            output = convertible ? target : nil
+        let source = try? StreamFormat.float32(sampleRate: sourceRate, channels: sourceChannels)
+        guard let source else { output = nil; converter = nil; return }
+        let wanted = target ?? source
+        if wanted == source {
+            output = source
+            converter = nil
+        } else if let made = try? AudioConverter(from: source, to: wanted, maximumInputFrames: 4096) {
+            output = wanted
+            converter = made
         } else {
-            output = try? StreamFormat.float32(sampleRate: sourceRate, channels: sourceChannels)
+            output = nil
+            converter = nil
         }
+    }
+
+    /// Output buffers with room for `frames` output frames (reused between calls).
+    private mutating func buffers(for frames: Int) -> [UnsafeMutableRawPointer] {
+        guard let output else { return [] }
+        if frames > scratchFrames {
+            scratch.forEach { $0.deallocate() }
+            scratch = (0..<output.bufferCount).map { _ in
+                UnsafeMutableRawPointer.allocate(byteCount: frames * Int(output.bytesPerFrame), alignment: 16)
+            }
+            scratchFrames = frames
+        }
+        return scratch
     }
 
     /// Appends the converted frames to `buffers`; returns how many output frames were added.
     mutating func convert(_ channels: UnsafeBufferPointer<[Float]>, frames: Int, into buffers: inout [[UInt8]]) -> Int {
         guard let output else { return 0 }
-        if output.isNonInterleaved {
+        guard let converter else {
             for c in 0..<sourceChannels {
                 channels[c].withUnsafeBytes { buffers[c].append(contentsOf: $0.prefix(frames * 4)) }
             }
-        } else {
-            var interleaved = [Float](repeating: 0, count: frames * sourceChannels)
-            for c in 0..<sourceChannels { for f in 0..<frames { interleaved[f * sourceChannels + c] = channels[c][f] } }
-            interleaved.withUnsafeBytes { buffers[0].append(contentsOf: $0) }
+            return frames
         }
-        return frames
+        let capacity = converter.maximumOutputFrames(forInputFrames: frames)
+        let out = self.buffers(for: capacity)
+        let inputs = (0..<sourceChannels).map { UnsafeMutableRawPointer(mutating: channels[$0].withUnsafeBytes { $0.baseAddress! }) }
+        let produced = inputs.withUnsafeBufferPointer { i in
+            out.withUnsafeBufferPointer { o in
+                (try? converter.convert(i.baseAddress!, frameCount: frames, into: o.baseAddress!, capacity: capacity)) ?? 0
+            }
+        }
+        append(out, frames: produced, format: output, into: &buffers)
+        return produced
     }
 
-    /// Appends the conversion's tail (frames still inside it); returns how many.
-    mutating func flush(into buffers: inout [[UInt8]]) -> Int { 0 }
+    /// Appends the conversion's tail (frames still inside the resampler) and resets it for a
+    /// new stream; returns how many frames were added.
+    mutating func flush(into buffers: inout [[UInt8]]) -> Int {
+        guard let output, let converter else { return 0 }
+        let capacity = converter.maximumOutputFrames(forInputFrames: converter.maximumInputFrames)
+        let out = self.buffers(for: capacity)
+        let produced = out.withUnsafeBufferPointer { o in (try? converter.flush(into: o.baseAddress!, capacity: capacity)) ?? 0 }
+        append(out, frames: produced, format: output, into: &buffers)
+        return produced
+    }
+
+    private func append(_ out: [UnsafeMutableRawPointer], frames: Int, format: StreamFormat, into buffers: inout [[UInt8]]) {
+        let bytes = frames * Int(format.bytesPerFrame)
+        for b in 0..<out.count { buffers[b].append(contentsOf: UnsafeRawBufferPointer(start: out[b], count: bytes)) }
+    }
+
+    func release() { scratch.forEach { $0.deallocate() } }
 }
 
 /// A plain pthread running a closure once (the core does not use Foundation).
@@ -461,8 +509,9 @@ extension AudioGraph {
     ///   - element: output element: 0, or for the ``IOUnit`` 1 (device input, as the graph
     ///     receives it) or 0 (what the graph sends to the device).
     ///   - blockFrames: frames per block in `format`, 1…1 048 576.
-    ///   - format: the blocks' format, or nil for Float32 non-interleaved at whatever the element
-    ///     renders. Currently Float32 (either layout) at the element's rate and channel count.
+    ///   - format: the blocks' format — any valid ``StreamFormat`` (Int16/Int32/Float32,
+    ///     interleaved or not, any rate and channel count), converted on the tap's thread by an
+    ///     ``AudioConverter`` — or nil for Float32 non-interleaved at whatever the element renders.
     ///   - bufferDuration: the ring's capacity in seconds of the element's current format,
     ///     0.01…60 (default 2): how long the handler may fall behind before frames are dropped.
     ///   - handler: called on the tap's thread (never the render thread), one block at a time.
@@ -497,7 +546,6 @@ extension AudioGraph {
         let current = try unit.streamFormat(scope: .output, element: element)
         if let format {
             try format.validate()
-            // Until the general converter: Float32 at the element's rate and channel count.
             guard TapConversion(sourceRate: current.sampleRate, sourceChannels: current.channelsPerFrame, target: format).output != nil
             else { throw .formatNotSupported }
         }

@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 @testable import AudioGraph
+import AudioGraphTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -118,6 +119,29 @@ struct TapTests {
         let block = try #require(try tap.read(maxFrames: 100_000))
         #expect(block.sampleTime == 10_000 && block.floatChannel(0)! == Array(input[10_000..<20_000]))
         #expect(try tap.read(maxFrames: 100_000) == nil)
+    }
+
+    /// A speech recognizer's format: 16 kHz Int16 mono blocks of 20 ms from a 48 kHz stereo
+    /// node. What arrives equals the node's output run through one AudioConverter as one stream.
+    @Test(arguments: [64, 256, 1000])
+    func int16At16kHzMonoMatchesTheConverterOverTheWholeOutput(slice: Int) throws {
+        let filter = LowPassFilterUnit()
+        let chain = try Chain([filter], channels: 2)
+        let speech = try StreamFormat.int16(sampleRate: 16_000, channels: 1)
+        let collector = BlockCollector()
+        let tap = try chain.graph.installTap(on: chain.nodes[0], blockFrames: 320, format: speech, bufferDuration: 10) { collector.add($0) }
+        let input = [sine(frequency: 440, frames: 48_000, amplitude: 0.5), noise(frames: 48_000, seed: 6).map { $0 * 0.25 }]
+        let output = try chain.render(input, slice: slice)
+        try chain.graph.removeTap(tap)
+        let blocks = collector.all
+        let received = blocks.flatMap { $0.int16Samples()! }
+        let converter = try AudioConverter(from: try .float32(sampleRate: 48_000, channels: 2), to: speech, maximumInputFrames: 4096)
+        let expected = try runConverter(converter, output, chunk: 4096)[0].map { Int16(($0 * 32768).rounded()) }
+        #expect(blocks.dropLast().allSatisfy { $0.frameCount == 320 && $0.format == speech && $0.framesDroppedBefore == 0 })
+        #expect(received.count == expected.count, "\(received.count) vs \(expected.count) frames")
+        #expect(received == expected, "first difference at \(String(describing: zip(received, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset))")
+        #expect(abs(received.count - 16_000) <= 1)
+        #expect(blocks[1].sampleTime == 960, "block 1 starts 320 frames at 16 kHz = 960 graph frames in")
     }
 
     @Test func badRequestsThrowTheirCodes() throws {
