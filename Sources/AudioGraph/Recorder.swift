@@ -98,7 +98,8 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
 /// Records a node's output element to a WAV or FLAC file through libsndfile.
 ///
 /// A tap (see ``AudioTap``) takes each slice off the render thread; the tap's thread — the
-/// writer thread — converts and writes blocks of about 85 ms. The render thread never touches
+/// writer thread — converts it to the file's rate and channel count with an ``AudioConverter``
+/// (libsamplerate; N → 1 averages, 1 → N copies) and writes blocks of 4096 frames. The render thread never touches
 /// the file. Every write updates the file's header (libsndfile's `SFC_SET_UPDATE_HEADER_AUTO`),
 /// so a process killed mid-recording leaves a valid WAV file holding every block written so
 /// far; ``stop()`` writes the rest and closes the file.
@@ -152,8 +153,9 @@ public final class Recorder: @unchecked Sendable {
         guard channels >= 1, channels <= Int(StreamFormat.maximumChannelCount) else {
             throw .unsupportedSettings("\(channels) channels: 1…64")
         }
-        guard rate == source.sampleRate, channels == Int(source.channelsPerFrame) else {
-            throw .unsupportedSettings("recording at \(Int(rate)) Hz, \(channels) ch from an element at \(source): rate and channel conversion are not available yet")
+        let ratio = rate / source.sampleRate
+        guard ratio >= 1.0 / 256, ratio <= 256 else {
+            throw .unsupportedSettings("\(Int(rate)) Hz from an element at \(Int(source.sampleRate)) Hz: the rate ratio must be within 1/256…256")
         }
         settings.sampleRate = rate
         settings.channels = channels

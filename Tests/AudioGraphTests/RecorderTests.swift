@@ -1,6 +1,7 @@
 import CSndFile
 import Testing
 @testable import AudioGraph
+import AudioGraphTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,6 +46,27 @@ struct RecorderTests {
         #expect(file.info.samplerate == 48_000 && file.info.channels == 2 && file.info.frames == 30_000)
         #expect(file.channels == output, "every sample recorded exactly")
         try recorder.stop()  // twice: nothing happens
+    }
+
+    /// At another rate and channel count: the file holds the node's output run through one
+    /// AudioConverter, as a 16-bit file stores it.
+    @Test func recordingAt16kHzMonoInt16() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 2)
+        let path = temporaryPath("rec-16k.wav")
+        defer { unlink(path) }
+        let recorder = try Recorder(graph: chain.graph, node: chain.nodes[0], path: path,
+                                    settings: RecordingSettings(fileType: .wav, sampleFormat: .int16, sampleRate: 16_000, channels: 1))
+        #expect(recorder.settings.sampleRate == 16_000 && recorder.settings.channels == 1)
+        let input = [sine(frequency: 300, frames: 48_000, amplitude: 0.5), sine(frequency: 700, frames: 48_000, amplitude: 0.3)]
+        let output = try chain.render(input, slice: 256)
+        try recorder.stop()
+        let file = try #require(readAudioFile(path))
+        #expect(file.info.samplerate == 16_000 && file.info.channels == 1)
+        let converter = try AudioConverter(from: try .float32(sampleRate: 48_000, channels: 2),
+                                           to: try .float32(sampleRate: 16_000, channels: 1, interleaved: true))
+        let expected = try runConverter(converter, output, chunk: 4096)[0].map { (($0 * 32768).rounded()) / 32768 }
+        #expect(file.channels[0] == expected)
+        #expect(Int(recorder.framesWritten) == expected.count)
     }
 
     @Test func badSettingsAndPathsThrowAtTheCall() throws {
