@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "graphthru", targets: ["graphthru"]),
         .executable(name: "first-graph", targets: ["first-graph"]),
         .executable(name: "custom-unit", targets: ["custom-unit"]),
+        .executable(name: "graphrecord", targets: ["graphrecord"]),
         .executable(name: "graphbench", targets: ["graphbench"]),
     ],
     targets: [
@@ -54,6 +55,12 @@ let package = Package(
             name: "graphthru",
             dependencies: ["AudioGraph", "AudioGraphJACK"],
             path: "Examples/graphthru"
+        ),
+        // Records JACK input to a file: the example of Docs/TapsMetersRecording.md.
+        .executableTarget(
+            name: "graphrecord",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Examples/Record"
         ),
         .executableTarget(
             name: "first-graph",

@@ -1,0 +1,227 @@
+import AudioGraph
+import AudioGraphJACK
+import CAllocCounter
+import CSndFile
+import Foundation
+import Synchronization
+import Testing
+
+/// A file read back with libsndfile as `[channel][frame]` floats, and its header.
+func readRecording(_ path: String) -> (channels: [[Float]], info: SF_INFO)? {
+    var info = SF_INFO()
+    guard let file = sf_open(path, Int32(SFM_READ), &info) else { return nil }
+    defer { sf_close(file) }
+    var interleaved = [Float](repeating: 0, count: Int(info.frames) * Int(info.channels))
+    let read = sf_readf_float(file, &interleaved, info.frames)
+    let n = Int(info.channels)
+    return ((0..<n).map { c in stride(from: c, to: Int(read) * n, by: n).map { interleaved[$0] } }, info)
+}
+
+/// The graphrecord example as a child process (stdout and stderr in files).
+final class RecordProcess: @unchecked Sendable {
+    let process = Process()
+    let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("graphrecord-\(UUID().uuidString).out")
+
+    init(_ arguments: [String], server: String) throws {
+        var dir = GraphthruProcess.binary.deletingLastPathComponent()
+        process.executableURL = dir.appendingPathComponent("graphrecord")
+        dir = dir.appendingPathComponent("graphrecord")
+        precondition(FileManager.default.isExecutableFile(atPath: dir.path), "graphrecord not built; run `swift build` first")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_DEFAULT_SERVER"] = server
+        environment["JACK_NO_START_SERVER"] = "1"
+        process.environment = environment
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: outputURL)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    var output: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+
+    func waitFor(_ text: String, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            if !process.isRunning { return output.contains(text) }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    func waitForExit(timeout: Double = 10) -> Process.TerminationReason? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit(); return nil }
+        return process.terminationReason
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: outputURL)
+    }
+}
+
+extension JACKIntegration {
+    /// Taps, meters and recordings of live JACK audio, with real speech.
+    @Suite("Taps, meters and recording through a real jackd")
+    struct RecordingJACKTests {
+        let server = TestServer.shared
+
+        /// Speech played into the driver: the recording (Float32 WAV) holds it bit for bit; a
+        /// speech-recognizer tap gets 16 kHz Int16 mono blocks with no gap; the input meter's
+        /// maximum peak is the speech's own peak.
+        @Test func speechIsRecordedBitExactAndTappedWithoutGaps() throws {
+            let speech = Speech.load().samples
+            let graph = AudioGraph()
+            let io = IOUnit(), gate = MuteGateUnit()
+            let ioNode = try graph.addNode(io), gateNode = try graph.addNode(gate)
+            try io.setInputEnabled(true)
+            try graph.connectNodeInput(ioNode, sourceOutputElement: 1, gateNode, destinationInputElement: 0)
+            try graph.connectNodeInput(gateNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            var options = JACKDriver.Options()
+            options.clientName = "ag-rec5"
+            options.serverName = server
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try driver.start()
+
+            let path = "/tmp/ag-rec5-\(getpid()).wav"
+            defer { unlink(path) }
+            let recorder = try Recorder(graph: graph, node: gateNode, path: path)
+            let meter = try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement)
+            let blocks = Mutex<[AudioTapBlock]>([])
+            let speechFormat = try StreamFormat.int16(sampleRate: 16_000, channels: 1)
+            let recognizer = try graph.installTap(on: ioNode, element: IOUnit.inputElement, blockFrames: 320, format: speechFormat) { block in
+                blocks.withLock { $0.append(block) }
+            }
+
+            let probe = ProbeClient(server: server, name: "probe-rec5", play: speech, captureFrames: speech.count + 8192)
+            probe.connect("\(probe.name):out", "\(driver.clientName):in_1")
+            _ = probe.run()
+            usleep(200_000)
+            try graph.removeTap(recognizer)
+            try recorder.stop()
+
+            let file = try #require(readRecording(path))
+            #expect(file.info.samplerate == Int32(driver.sampleRate) && file.info.channels == 2)
+            #expect(exactDelay(of: speech, in: file.channels[0], maxDelay: 1 << 20) != nil, "the speech is in the file bit for bit")
+            #expect(recorder.framesDropped == 0 && recorder.framesWritten == UInt64(file.channels[0].count))
+
+            let received = blocks.withLock { $0 }
+            #expect(recognizer.framesDropped == 0 && received.allSatisfy { $0.framesDroppedBefore == 0 })
+            for (a, b) in zip(received, received.dropFirst()) {
+                #expect(b.sampleTime == a.sampleTime + Double(a.frameCount) * 3, "contiguous: 320 frames at 16 kHz = 960 at 48 kHz")
+            }
+            let samples = received.flatMap { $0.int16Samples()! }
+            let peak16 = Double(samples.map { abs(Int($0)) }.max() ?? 0) / 32768
+            let speechPeak = Double(speech.map(abs).max()!)
+            // Stereo → mono averages the channels; in_2 is silent, so the speech arrives at half level.
+            #expect(abs(20 * log10(peak16 / (speechPeak / 2))) < 1, "the speech reached the recognizer: peak \(peak16) vs \(speechPeak / 2)")
+            #expect(abs(Double(meter.maximumPeakPower(channel: 0)) - 20 * log10(speechPeak)) < 0.001,
+                    "input meter peak \(meter.maximumPeakPower(channel: 0)) dBFS, speech \(20 * log10(speechPeak))")
+        }
+
+        /// A recording stopped by SIGINT is finalized; one cut short by SIGKILL is still a
+        /// readable file (its header is rewritten on every write) — both hold the speech exactly.
+        @Test(arguments: [SIGINT, SIGKILL])
+        func interruptedRecordingIsReadable(signal: Int32) throws {
+            let speech = Speech.load().samples
+            let path = "/tmp/ag-rec5-sig\(signal)-\(getpid()).wav"
+            defer { unlink(path) }
+            let name = "ag-recsig-\(signal)"
+            let probe = ProbeClient(server: server, name: "probe-sig\(signal)", play: speech, captureFrames: speech.count + 24_000)
+            let tool = try RecordProcess(["--name", name, "--input", "\(probe.name):out", path], server: server)
+            #expect(tool.waitFor("recording"), "startup: \(tool.output)")
+            _ = probe.run()   // the speech, then 0.5 s of silence
+            usleep(300_000)   // a block or two for the writer thread
+            kill(tool.process.processIdentifier, signal)
+            let reason = tool.waitForExit()
+            if signal == SIGINT {
+                #expect(reason == .exit && tool.process.terminationStatus == 0, "\(tool.output)")
+                #expect(tool.output.contains("recorded ") && tool.output.contains("(0 dropped)"), "\(tool.output)")
+            } else {
+                #expect(reason == .uncaughtSignal)
+            }
+            let file = try #require(readRecording(path), "libsndfile opens the file")
+            #expect(file.info.frames > 0)
+            #expect(exactDelay(of: speech, in: file.channels[0], maxDelay: 1 << 20) != nil, "the speech is in the file bit for bit")
+            let soxi = Process()
+            soxi.executableURL = URL(fileURLWithPath: "/usr/bin/soxi")
+            soxi.arguments = ["-s", path]
+            let pipe = Pipe()
+            soxi.standardOutput = pipe
+            soxi.standardError = FileHandle.nullDevice
+            try soxi.run()
+            let samples = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            soxi.waitUntilExit()
+            #expect(soxi.terminationStatus == 0 && Int64(samples.trimmingCharacters(in: .whitespacesAndNewlines)) == Int64(file.info.frames),
+                    "soxi reads \(samples) samples")
+        }
+
+        /// Optimized builds only (scripts/test runs it with -c release): the JACK process thread
+        /// neither allocates nor locks with taps (push and pull, with conversion) and meters
+        /// installed, and while they are installed and removed.
+        @Test(.enabled(if: isOptimizedBuild, "run with -c release (scripts/test does)"))
+        func tapsAndMetersNeitherAllocateNorLockOnTheProcessThread() throws {
+            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds")
+            let graph = AudioGraph()
+            let io = IOUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 2)
+            let ioNode = try graph.addNode(io), gateNode = try graph.addNode(gate), mixerNode = try graph.addNode(mixer)
+            try io.setInputEnabled(true)
+            try graph.connectNodeInput(ioNode, sourceOutputElement: 1, gateNode, destinationInputElement: 0)
+            try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
+            try graph.setNodeInputCallback(mixerNode, inputElement: 1) { time, _, buffers in
+                alloccounter_arm_this_thread()  // the JACK process thread
+                for c in 0..<buffers.channelCount {
+                    let out = buffers[c]
+                    for f in 0..<buffers.frameCount { out[f] = 0.25 * Float(sin(Double(Int(time.sampleTime) + f) * 0.05)) }
+                }
+                return 0
+            }
+            try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            var options = JACKDriver.Options()
+            options.clientName = "ag-tap-rt5"
+            options.serverName = server
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try mixer.setStreamFormat(try .float32(sampleRate: Double(driver.sampleRate), channels: 2), scope: .output, element: 0)
+            try driver.start()
+            try driver.connectPhysicalPorts()
+
+            let delivered = Atomic<Int>(0)
+            let push = try graph.installTap(on: mixerNode, blockFrames: 480, format: try .int16(sampleRate: 16_000, channels: 1)) { block in
+                delivered.add(block.frameCount, ordering: .relaxed)
+            }
+            let pull = try graph.installTap(on: ioNode, element: IOUnit.outputElement)
+            let meters = [try graph.installLevelMeter(on: ioNode, element: 1), try graph.installLevelMeter(on: mixerNode)]
+            usleep(300_000)  // warm-up
+            #expect(alloccounter_armed_threads() >= 1, "the callback ran on the process thread")
+            alloccounter_reset()
+            let cyclesBefore = driver.processCycleCount
+            let deadline = Date().addingTimeInterval(2)
+            var rounds = 0
+            while Date() < deadline {
+                // Live: a meter and a tap come and go while JACK pulls the graph.
+                let extraMeter = try graph.installLevelMeter(on: gateNode)
+                let extraTap = try graph.installTap(on: gateNode, blockFrames: 256) { _ in }
+                usleep(20_000)
+                _ = try pull.read(maxFrames: 4096)
+                try graph.removeTap(extraTap)
+                try graph.removeLevelMeter(extraMeter)
+                rounds += 1
+            }
+            let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
+            let cycles = driver.processCycleCount - cyclesBefore
+            try graph.removeTap(push)
+            try graph.removeTap(pull)
+            #expect(cycles > 100 && rounds > 20, "\(cycles) cycles, \(rounds) install/remove rounds")
+            #expect(delivered.load(ordering: .relaxed) > 16_000, "the push tap delivered while measured")
+            #expect(meters[1].averagePower(channel: 0) > -20, "the meter saw the tone: \(meters[1].averagePower(channel: 0)) dBFS")
+            #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
+            #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
+        }
+    }
+}
