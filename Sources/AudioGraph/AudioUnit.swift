@@ -11,6 +11,8 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case muteGate
     /// Your own processing in Swift (``RenderCallbackUnit``); the AUv3 `internalRenderBlock` analogue.
     case renderCallback
+    /// `kAudioUnitSubType_AudioFilePlayer`: streams a file from disk (``AudioFilePlayerUnit``).
+    case audioFilePlayer
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`

@@ -231,6 +231,7 @@ public struct GraphRenderContext: @unchecked Sendable {
         case .lowPass: LowPassKernel.render(step, offset: offset, frames: frames, snap: snap)
         case .muteGate: MuteGateKernel.render(step, offset: offset, frames: frames, whole: whole)
         case .custom: CustomKernel.render(step, offset: offset, frames: frames)
+        case .filePlayer: FilePlayerKernel.render(step, offset: offset, frames: frames)
         case .passthrough:
             let s = step.pointee
             for c in 0..<s.outputChannelCount {

@@ -8,6 +8,8 @@ enum KernelKind: UInt8 {
     case mixer, lowPass, muteGate
     /// A ``RenderCallbackUnit``: calls the application's process callback.
     case custom
+    /// ``AudioFilePlayerUnit``: reads its ring (the unit's render context).
+    case filePlayer
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.
