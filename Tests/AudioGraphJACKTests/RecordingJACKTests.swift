@@ -161,15 +161,42 @@ extension JACKIntegration {
                     "soxi reads \(samples) samples")
         }
 
+        /// Real speech from a file through the player unit and JACK: out_1 carries it bit for
+        /// bit (same rate; mono copied to both channels), then silence, with no underrun.
+        @Test func playerStreamsSpeechThroughJACKExactly() throws {
+            let speech = Speech.load().samples
+            let graph = AudioGraph()
+            let io = IOUnit(), player = AudioFilePlayerUnit()
+            let ioNode = try graph.addNode(io), playerNode = try graph.addNode(player)
+            try graph.connectNodeInput(playerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            var options = JACKDriver.Options()
+            options.clientName = "ag-play5"
+            options.serverName = server
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try driver.start()
+            try player.open(Speech.path)
+            let probe = ProbeClient(server: server, name: "probe-play5", play: [], captureFrames: speech.count + 48_000)
+            probe.connect("\(driver.clientName):out_2", "\(probe.name):in")
+            // Start playing once the probe is recording (run() blocks this thread).
+            let starter = Thread { usleep(100_000); try? player.play() }
+            starter.start()
+            let captured = probe.run()
+            #expect(exactDelay(of: speech, in: captured, maxDelay: 48_000) != nil, "the file's speech, bit for bit")
+            #expect(player.underrunCount == 0 && player.isAtEnd && player.framesPlayed == UInt64(speech.count))
+        }
+
         /// Optimized builds only (scripts/test runs it with -c release): the JACK process thread
-        /// neither allocates nor locks with taps (push and pull, with conversion) and meters
-        /// installed, and while they are installed and removed.
+        /// neither allocates nor locks with taps (push and pull, with conversion), meters and a
+        /// looping file player running, and while taps and meters are installed and removed.
         @Test(.enabled(if: isOptimizedBuild, "run with -c release (scripts/test does)"))
         func tapsAndMetersNeitherAllocateNorLockOnTheProcessThread() throws {
             try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds")
             let graph = AudioGraph()
-            let io = IOUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 2)
+            let io = IOUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 3), player = AudioFilePlayerUnit()
             let ioNode = try graph.addNode(io), gateNode = try graph.addNode(gate), mixerNode = try graph.addNode(mixer)
+            let playerNode = try graph.addNode(player)
+            try graph.connectNodeInput(playerNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 2)
             try io.setInputEnabled(true)
             try graph.connectNodeInput(ioNode, sourceOutputElement: 1, gateNode, destinationInputElement: 0)
             try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
@@ -190,6 +217,9 @@ extension JACKIntegration {
             try mixer.setStreamFormat(try .float32(sampleRate: Double(driver.sampleRate), channels: 2), scope: .output, element: 0)
             try driver.start()
             try driver.connectPhysicalPorts()
+            try player.open(Speech.path)  // 48 kHz mono speech, converted to stereo on the disk thread
+            player.isLooping = true
+            try player.play()
 
             let delivered = Atomic<Int>(0)
             let push = try graph.installTap(on: mixerNode, blockFrames: 480, format: try .int16(sampleRate: 16_000, channels: 1)) { block in
@@ -220,6 +250,7 @@ extension JACKIntegration {
             #expect(cycles > 100 && rounds > 20, "\(cycles) cycles, \(rounds) install/remove rounds")
             #expect(delivered.load(ordering: .relaxed) > 16_000, "the push tap delivered while measured")
             #expect(meters[1].averagePower(channel: 0) > -20, "the meter saw the tone: \(meters[1].averagePower(channel: 0)) dBFS")
+            #expect(player.framesPlayed > 48_000, "the player played (looping speech): \(player.framesPlayed) frames")
             #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
             #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
         }
