@@ -25,6 +25,8 @@ options:
   --output PORT       connect the next out_k to PORT instead of physical playback (repeatable)
   --muted             start muted
   --lowpass HZ        insert a low-pass filter at HZ (10…sampleRate/2)
+  --record FILE       record what goes to the outputs to FILE (.wav or .flac)
+  --record-format F   int16, int24 or float32 (default: float32 for WAV, int24 for FLAC)
   --help              show this help
 
 control:
@@ -33,7 +35,8 @@ control:
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
 exit status: 0 after quit or a signal; 1 when JACK fails (no server, server gone, port errors);
-2 for bad options (including a name JACK cannot take or a --lowpass outside 10…rate/2).
+2 for bad options (including a name JACK cannot take, a --lowpass outside 10…rate/2, or a
+--record file that cannot be created in that format).
 """
 
 struct Options {
@@ -45,6 +48,8 @@ struct Options {
     var outputs: [String] = []
     var muted = false
     var lowpass: Float?
+    var record: String?
+    var recordFormat: RecordingSettings.SampleFormat?
 }
 
 /// Writes straight to a file descriptor: unbuffered, so lines reach a pipe as they happen.
@@ -97,6 +102,11 @@ func parseOptions(_ args: [String]) -> Options {
             let v = value(arg)
             guard let hz = Float(v), hz.isFinite, hz > 0 else { fail("--lowpass needs a frequency in Hz, not '\(v)'", status: 2) }
             o.lowpass = hz
+        case "--record": o.record = value(arg)
+        case "--record-format":
+            let v = value(arg)
+            guard let format = RecordingSettings.SampleFormat(rawValue: v) else { fail("--record-format takes int16, int24 or float32, not '\(v)'", status: 2) }
+            o.recordFormat = format
         default: fail("unknown option '\(arg)' (see --help)", status: 2)
         }
         i += 1
@@ -222,6 +232,19 @@ do {
 say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
 say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
 
+// --record: what IO element 0 sends to the outputs, written by the recorder's own thread.
+var recorder: Recorder?
+if let path = options.record {
+    do throws(RecorderError) {
+        let ioNode = graph.nodes.first { (try? graph.nodeInfo($0)) is IOUnit }!
+        recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.outputElement, path: path,
+                                settings: try RecordingSettings.forPath(path, sampleFormat: options.recordFormat))
+    } catch {
+        driver.close()
+        fail("--record: \(error)", status: 2)
+    }
+}
+
 // Control: keys in a terminal, lines otherwise. Keys need the terminal in the foreground: a
 // graphthru started with `&` leaves the terminal alone (control it with signals) until `fg`.
 let interactive = isatty(STDIN_FILENO) == 1
@@ -316,6 +339,10 @@ while running {
 }
 
 leaveKeyMode()
+if let recorder {
+    do throws(RecorderError) { try recorder.stop() } catch { complain("\(error)"); exitStatus = 1 }
+    say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)")
+}
 let xruns = driver.xrunCount
 let load = driver.cpuLoad
 // Closing talks to the server; if it is wedged, give up after 2 s rather than hang.

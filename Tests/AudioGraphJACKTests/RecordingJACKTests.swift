@@ -161,6 +161,31 @@ extension JACKIntegration {
                     "soxi reads \(samples) samples")
         }
 
+        /// `graphthru --record`: the file holds what graphthru played, bit for bit, and the exit
+        /// line says how much; a path it cannot create is a bad option (exit 2), nothing runs.
+        @Test func graphthruRecordsWhatItPlays() throws {
+            let speech = Speech.load().samples
+            let path = "/tmp/ag-gt-rec5-\(getpid()).flac"
+            defer { unlink(path) }
+            let name = "gt-rec5-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect", "--record", path, "--record-format", "int16"], server: server)
+            #expect(tool.waitFor("mute: off"), "startup: \(tool.stdout) \(tool.stderr)")
+            let probe = ProbeClient(server: server, name: "probe-gtrec5", play: speech, captureFrames: speech.count + 8192)
+            probe.connect("\(probe.name):out", "\(name):in_1")
+            _ = probe.run()
+            usleep(200_000)
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            let file = try #require(readRecording(path))
+            #expect(file.info.format == Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16))
+            #expect(exactDelay(of: speech, in: file.channels[0], maxDelay: 1 << 20) != nil, "16-bit speech recorded bit for bit")
+            #expect(tool.stdout.contains("graphthru: recorded \(file.info.frames) frames to \(path) (0 dropped)"), "\(tool.stdout)")
+
+            let bad = try GraphthruProcess(["--name", "\(name)-bad", "--no-autoconnect", "--record", "/nonexistent-dir/x.wav"], server: server)
+            #expect(bad.waitForExit() == 2)
+            #expect(bad.stderr.contains("cannot create /nonexistent-dir/x.wav"), "\(bad.stderr)")
+        }
+
         /// Real speech from a file through the player unit and JACK: out_1 carries it bit for
         /// bit (same rate; mono copied to both channels), then silence, with no underrun.
         @Test func playerStreamsSpeechThroughJACKExactly() throws {
