@@ -33,6 +33,9 @@ import Glibc
 ///   the default τ; a mean square below 1e−20 (−200 dBFS) is set to exact zero so the state
 ///   never lingers in slow subnormal numbers.
 ///
+/// A meter stays installed (and keeps its unit's observer slot busy) until
+/// ``AudioGraph/removeLevelMeter(_:)``; dropping your reference does not remove it.
+///
 /// The channel count follows the element's format as rendered (``channelCount``, 0 before the
 /// first slice); channels outside it read ``silence``.
 /// Thread: readings from any thread, lock-free and allocation-free.

@@ -169,6 +169,8 @@ public struct AudioTapBlock: Sendable, Equatable {
 /// before it (``AudioTapBlock/framesDroppedBefore``) and carries its exact ``AudioTapBlock/sampleTime``.
 /// A push tap delivers the block before a gap early (short), so no block spans a gap.
 ///
+/// A tap stays installed until ``AudioGraph/removeTap(_:)``: dropping your reference does not
+/// remove it (the graph and, for a push tap, its thread keep it alive).
 /// Thread: counters from any thread; `read` from one consumer thread at a time.
 public final class AudioTap: @unchecked Sendable {
     /// The node tapped.
