@@ -43,6 +43,10 @@ struct PlayerGraph {
         while out[0].count < frames {
             let n = min(256, frames - out[0].count)
             var waited = 0
+            // A seek is pending until the disk thread parks; only then can a slice flush the ring.
+            while player.core.diskParked.load(ordering: .acquiring) != player.core.seekRequest.load(ordering: .acquiring) && waited < 5_000 {
+                usleep(1000); waited += 1
+            }
             while player.bufferedFrames < n && !player.core.endWritten.load(ordering: .acquiring) && waited < 5_000 {
                 usleep(1000); waited += 1
             }
@@ -87,6 +91,8 @@ struct AudioFilePlayerTests {
         p.player.isLooping = false
         let after = try p.render(6000)[1]
         let start = try #require(after.firstIndex { $0 != 0 }, "playback resumed after the seek")
+        try #require(start + 2000 <= after.count, "resumed \(start) frames after the seek")
+        #expect(start <= 512, "one silent slice flushes the ring, then the new position plays: \(start)")
         #expect(Array(after[start..<start + 2000]) == Array(file[1][1000..<3000]))
         #expect(p.player.underrunCount == 0)
     }
