@@ -91,3 +91,23 @@ struct RecorderTests {
         _ = node
     }
 }
+
+@Suite("Recording to a full disk")
+struct RecorderDiskFullTests {
+    /// /dev/full answers every write with ENOSPC, as a full disk does: libsndfile fails writing
+    /// the header, so the error comes at the call, with the system's reason, and the graph
+    /// renders on untouched. (A disk that fills up later gives `writeFailed` at `stop()`.)
+    @Test func diskFullIsATypedErrorAtTheCallAndAudioKeepsFlowing() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 2)
+        let input = [noise(frames: 20_000, seed: 31), noise(frames: 20_000, seed: 32)]
+        do {
+            _ = try Recorder(graph: chain.graph, node: chain.nodes[0], path: "/dev/full",
+                             settings: RecordingSettings(fileType: .wav, sampleFormat: .float32))
+            Issue.record("recording to /dev/full started")
+        } catch {
+            guard case .cannotCreate(let path, let reason) = error else { Issue.record("\(error)"); return }
+            #expect(path == "/dev/full" && reason.contains("No space left on device"), "\(reason)")
+        }
+        #expect(try chain.render(input) == input, "the graph renders on, untouched")
+    }
+}
