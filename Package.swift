@@ -22,6 +22,12 @@ let package = Package(
             pkgConfig: "jack",
             providers: [.apt(["libjack-jackd2-dev"])]
         ),
+        // libjackserver's control API (jack/control.h, from libjack-jackd2-dev), loaded at run
+        // time with dlopen: linking libjackserver beside libjack would take over the client API.
+        .target(
+            name: "CJackServer",
+            path: "Sources/CJackServer"
+        ),
         // libsndfile from Debian's libsndfile1-dev: reading and writing audio files.
         .systemLibrary(
             name: "CSndFile",
@@ -48,7 +54,7 @@ let package = Package(
         // The JACK driver: a client whose process callback pulls the graph.
         .target(
             name: "AudioGraphJACK",
-            dependencies: ["AudioGraph", "CJack"],
+            dependencies: ["AudioGraph", "CJack", "CJackServer"],
             path: "Sources/AudioGraphJACK"
         ),
         .executableTarget(

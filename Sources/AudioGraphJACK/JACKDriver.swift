@@ -144,6 +144,7 @@ public final class JACKDriver: @unchecked Sendable {
     private var client: OpaquePointer?
     private let state: JACKRenderState
     private var isActive = false
+    private var prettyNamedPorts: [jack_uuid_t] = []
 
     /// Opens a JACK client for `graph`, sets its callbacks, registers its ports and configures the
     /// graph's ``IOUnit`` to the server's sample rate and the port counts. Does not activate.
@@ -477,12 +478,89 @@ public final class JACKDriver: @unchecked Sendable {
         return made
     }
 
+    // MARK: - Patchbay
+
+    /// Finds ports by name or pattern, as `jack_lsp` does.
+    ///
+    /// An exact full port name is taken literally (so `+ ( ) [ ] .` in names work); anything
+    /// else is a POSIX extended regular expression matched anywhere in the full name
+    /// (`jack_get_ports`), e.g. `system:capture_.*`. Pattern matches exclude this client's own
+    /// ports (connecting them to themselves would be a feedback loop) and come in server order.
+    /// - Parameters:
+    ///   - spec: a full port name or a pattern.
+    ///   - sources: `true` for ports that produce audio (JACK output ports, e.g. capture),
+    ///     `false` for ports that take it (JACK input ports, e.g. playback). Applies to patterns.
+    ///   - timeout: seconds to wait, polling every 50 ms, for a matching port to appear (0: none).
+    /// - Returns: one or more full port names.
+    /// - Throws: ``JACKDriverError/invalidPortPattern(_:)`` (not a name, and not a valid
+    ///   regex), ``JACKDriverError/portNotFound(_:)`` (nothing matched within the timeout),
+    ///   ``JACKDriverError/serverShutDown(reason:)``.
+    /// - Thread: control thread (never from a JACK callback); may wait up to `timeout`.
+    public func ports(matching spec: String, sources: Bool, timeout: Double = 0) throws(JACKDriverError) -> [String] {
+        guard let client, !isShutDown else { throw .serverShutDown(reason: shutdownReason) }
+        var regex = regex_t()
+        let isPattern = regcomp(&regex, spec, REG_EXTENDED | REG_NOSUB) == 0
+        if isPattern { regfree(&regex) }
+        var waited = 0.0
+        while true {
+            if jack_port_by_name(client, spec) != nil { return [spec] }
+            guard isPattern else { throw .invalidPortPattern(spec) }
+            let flags = sources ? JackPortIsOutput.rawValue : JackPortIsInput.rawValue
+            var found: [String] = []
+            if let list = jack_get_ports(client, spec, JACK_DEFAULT_AUDIO_TYPE, UInt(flags)) {
+                var i = 0
+                while let name = list[i] { found.append(String(cString: name)); i += 1 }
+                jack_free(UnsafeMutableRawPointer(mutating: list))
+            }
+            found.removeAll { $0.hasPrefix(clientName + ":") }
+            if !found.isEmpty { return found }
+            guard waited < timeout, !isShutDown else { throw .portNotFound(spec) }
+            usleep(50_000)
+            waited += 0.05
+        }
+    }
+
+    /// Gives a port a display name through JACK metadata (`jack_set_property` with
+    /// `JACK_METADATA_PRETTY_NAME`, "http://jackaudio.org/metadata/pretty-name"), which
+    /// patchbays such as qjackctl and Carla show instead of the port name. Removed again by
+    /// ``close()`` for this client's ports.
+    /// - Parameters:
+    ///   - prettyName: the display name, e.g. "Mic L"; UTF-8.
+    ///   - port: a full port name (any client's).
+    /// - Throws: ``JACKDriverError/portNotFound(_:)``, ``JACKDriverError/metadataFailed(port:)``,
+    ///   ``JACKDriverError/serverShutDown(reason:)``.
+    /// - Thread: control thread, never a JACK callback (it talks to the server and waits).
+    public func setPrettyName(_ prettyName: String, forPort port: String) throws(JACKDriverError) {
+        guard let client, !isShutDown else { throw .serverShutDown(reason: shutdownReason) }
+        guard let handle = jack_port_by_name(client, port) else { throw .portNotFound(port) }
+        let uuid = jack_port_uuid(handle)
+        guard jack_set_property(client, uuid, audiograph_jack_pretty_name_key(), prettyName, nil) == 0 else {
+            throw .metadataFailed(port: port)
+        }
+        if port.hasPrefix(clientName + ":") && !prettyNamedPorts.contains(uuid) { prettyNamedPorts.append(uuid) }
+    }
+
+    /// A port's display name from JACK metadata (`JACK_METADATA_PRETTY_NAME`), or nil when it
+    /// has none or the port does not exist.
+    /// - Thread: control thread, never a JACK callback.
+    public func prettyName(ofPort port: String) -> String? {
+        guard let client, !isShutDown, let handle = jack_port_by_name(client, port) else { return nil }
+        var value: UnsafeMutablePointer<CChar>?
+        var type: UnsafeMutablePointer<CChar>?
+        guard jack_get_property(jack_port_uuid(handle), audiograph_jack_pretty_name_key(), &value, &type) == 0, let value else { return nil }
+        defer { jack_free(value); if let type { jack_free(type) } }
+        return String(cString: value)
+    }
+
     /// Stops the graph, deactivates and closes the client. Safe to call twice, and after a
-    /// server shutdown. The graph stays initialized.
+    /// server shutdown. The graph stays initialized. Pretty names this client set on its own
+    /// ports are removed first (JACK's metadata store outlives the ports).
     /// - Thread: control thread (never from a JACK callback).
     public func close() {
         guard let client else { return }
         self.client = nil
+        if !isShutDown { for uuid in prettyNamedPorts { jack_remove_property(client, uuid, audiograph_jack_pretty_name_key()) } }
+        prettyNamedPorts = []
         graph.stop()
         if isActive && !isShutDown { jack_deactivate(client) }
         isActive = false

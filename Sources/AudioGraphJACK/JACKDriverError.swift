@@ -23,6 +23,12 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     case graph(AudioUnitErrorCode)
     /// The server shut down or dropped this client.
     case serverShutDown(reason: String)
+    /// An in-process server (``JACKServer``) could not start; `reason` says why.
+    case serverStartFailed(name: String, reason: String)
+    /// A port pattern is not a valid POSIX extended regular expression.
+    case invalidPortPattern(String)
+    /// Setting or reading JACK metadata (a pretty name) failed for this port.
+    case metadataFailed(port: String)
 
     /// The `OSStatus` of a wrapped graph error.
     public typealias AudioUnitErrorCode = Int32
@@ -55,6 +61,12 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
             return "the graph refused to run: \(name)"
         case .serverShutDown(let reason):
             return "the JACK server shut down or dropped the client: \(reason)"
+        case .serverStartFailed(let name, let reason):
+            return "could not start a JACK server named '\(name)': \(reason)"
+        case .invalidPortPattern(let pattern):
+            return "'\(pattern)' is neither a JACK port name nor a valid regular expression (POSIX extended, as jack_lsp takes)"
+        case .metadataFailed(let port):
+            return "could not set JACK metadata on '\(port)' (jack_set_property failed; the server's metadata store may be unavailable)"
         }
     }
 }

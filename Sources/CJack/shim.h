@@ -18,4 +18,8 @@ static inline jack_client_t *audiograph_jack_client_open(const char *client_name
     return jack_client_open(client_name, (jack_options_t)(options & ~JackServerName), status);
 }
 
+/// The metadata key for a port's display name, "http://jackaudio.org/metadata/pretty-name"
+/// (metadata.h). An `extern const char *` that Swift 6 would treat as shared mutable state.
+static inline const char *audiograph_jack_pretty_name_key(void) { return JACK_METADATA_PRETTY_NAME; }
+
 #endif
