@@ -2,7 +2,9 @@
 //
 //   IO element 1 (in_1…in_N) → [low-pass] → mute gate → mixer input 0 → IO element 0 (out_1…out_N)
 //
-// With the mute off and no filter, every sample passes bit for bit.
+// With the mute off, the volume at 0 dB and no filter, every sample passes bit for bit.
+// In a terminal it shows a status area redrawn in place and takes single keys; otherwise it
+// prints plain lines and reads line commands (see `usage`).
 import AudioGraph
 import AudioGraphJACK
 import Synchronization
@@ -19,24 +21,37 @@ Monitors JACK input through an AudioGraph to JACK output, with a click-free mute
 options:
   --name NAME         JACK client name (default: graphthru)
   --server NAME       JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
+  --start-server [DRIVER]
+                      start that server inside graphthru (libjackserver; DRIVER "dummy" by
+                      default, "alsa" for a sound card; 48 kHz, period 256) and stop it on exit
   --channels N        input and output channels, 1…64 (default: 2)
   --no-autoconnect    do not connect to the physical capture/playback ports
-  --input PORT        connect PORT to the next in_k instead of physical capture (repeatable)
-  --output PORT       connect the next out_k to PORT instead of physical playback (repeatable)
+  --input PORT        connect PORT to the next in_k instead of physical capture (repeatable);
+                      an exact port name, or a pattern as jack_lsp takes (system:capture_.*)
+                      whose matches fill the next in_k in order
+  --output PORT       connect the next out_k to PORT instead of physical playback (repeatable;
+                      names or patterns as for --input)
   --muted             start muted
-  --lowpass HZ        insert a low-pass filter at HZ (10…sampleRate/2)
+  --lowpass HZ        start with a low-pass filter at HZ (10…sampleRate/2; `l` toggles it;
+                      without this option `l` inserts one at 1000 Hz)
+  --quiet             print nothing on stdout except answers to `status` and `help`
   --record FILE       record what goes to the outputs to FILE (.wav or .flac)
   --record-format F   int16, int24 or float32 (default: float32 for WAV, int24 for FLAC)
   --help              show this help
 
 control:
-  terminal:           m = toggle mute, q = quit
-  otherwise (lines):  mute | unmute | toggle | quit   (end of input keeps running)
+  terminal keys:      m mute · l low-pass · + / - output volume ±3 dB · ? help · q quit
+  otherwise (lines):  mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | -
+                      | status | help | quit      (end of input keeps running)
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
-exit status: 0 after quit or a signal; 1 when JACK fails (no server, server gone, port errors);
-2 for bad options (including a name JACK cannot take, a --lowpass outside 10…rate/2, or a
---record file that cannot be created in that format).
+output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, DSP load,
+server, sample rate, period, meters); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`,
+`low-pass: on (1000 Hz)`, `xruns: 2`, and one `status: …` line per `status` command.
+
+exit status: 0 after quit or a signal; 1 when JACK fails (no server, server gone, port errors,
+a --start-server that cannot start); 2 for bad options (including a name JACK cannot take, a
+--lowpass outside 10…rate/2, or a --record file that cannot be created in that format).
 """
 
 struct Options {
@@ -48,14 +63,16 @@ struct Options {
     var outputs: [String] = []
     var muted = false
     var lowpass: Float?
+    var quiet = false
+    /// The driver of a server to start in-process, or nil to join a running one.
+    var startServer: String?
     var record: String?
     var recordFormat: RecordingSettings.SampleFormat?
 }
 
 /// Writes straight to a file descriptor: unbuffered, so lines reach a pipe as they happen.
-func write(_ text: String, to fd: Int32) {
-    var bytes = Array(text.utf8)
-    bytes.append(UInt8(ascii: "\n"))
+func writeRaw(_ text: String, to fd: Int32 = STDOUT_FILENO) {
+    let bytes = Array(text.utf8)
     var offset = 0
     while offset < bytes.count {
         let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -63,7 +80,7 @@ func write(_ text: String, to fd: Int32) {
         offset += n
     }
 }
-func say(_ text: String) { write(text, to: STDOUT_FILENO) }
+func write(_ text: String, to fd: Int32) { writeRaw(text + "\n", to: fd) }
 func complain(_ text: String) { write("graphthru: " + text, to: STDERR_FILENO) }
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
@@ -82,7 +99,7 @@ func parseOptions(_ args: [String]) -> Options {
     while i < args.count {
         let arg = args[i]
         switch arg {
-        case "--help", "-h": say(usage); exit(0)
+        case "--help", "-h": writeRaw(usage + "\n"); exit(0)
         case "--name":
             o.name = value(arg)
             if let problem = JACKDriver.problem(withClientName: o.name) { fail("--name '\(o.name)': \(problem)", status: 2) }
@@ -90,6 +107,14 @@ func parseOptions(_ args: [String]) -> Options {
             let v = value(arg)
             guard !v.isEmpty else { fail("--server needs a name (omit it for $JACK_DEFAULT_SERVER or \"default\")", status: 2) }
             o.server = v
+        case "--start-server":
+            // The driver is optional: the next argument is it unless it is another option.
+            if i + 1 < args.count, !args[i + 1].hasPrefix("-") {
+                i += 1
+                o.startServer = args[i]
+            } else {
+                o.startServer = "dummy"
+            }
         case "--channels":
             let v = value(arg)
             guard let n = Int(v), (1...64).contains(n) else { fail("--channels must be a whole number 1…64, not '\(v)'", status: 2) }
@@ -98,6 +123,7 @@ func parseOptions(_ args: [String]) -> Options {
         case "--input": o.inputs.append(value(arg))
         case "--output": o.outputs.append(value(arg))
         case "--muted": o.muted = true
+        case "--quiet", "-q": o.quiet = true
         case "--lowpass":
             let v = value(arg)
             guard let hz = Float(v), hz.isFinite, hz > 0 else { fail("--lowpass needs a frequency in Hz, not '\(v)'", status: 2) }
@@ -117,10 +143,20 @@ func parseOptions(_ args: [String]) -> Options {
     return o
 }
 
-// Signals only set a flag; the main loop acts on it. A second signal while quitting (say, a
-// close that hangs on a wedged server) ends the process at once.
+// Signals only set a flag and write a byte to a pipe the main loop polls (any thread may take
+// the signal: libjack's threads, or an in-process server's). A second signal while quitting
+// (say, a close that hangs on a wedged server) ends the process at once.
 let quitSignal = Atomic<Int32>(0)
 let exitStatusOnAlarm = Atomic<Int32>(0)
+let signalPipe: (read: Int32, write: Int32) = {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else { return (-1, -1) }
+    for fd in fds {
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+    return (fds[0], fds[1])
+}()
 
 // With fd 0, 1 or 2 closed, the next file opened (libjack opens several) would take its number
 // and be read as commands or written to. Park them on /dev/null first.
@@ -129,7 +165,8 @@ for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(fd, F_GETFD) 
     if null >= 0 && null != fd { dup2(null, fd); close(null) }
 }
 
-let options = parseOptions(Array(CommandLine.arguments.dropFirst()))
+var options = parseOptions(Array(CommandLine.arguments.dropFirst()))
+_ = signalPipe
 // SIGINT, SIGTERM, SIGHUP (terminal closed) and SIGQUIT (Ctrl-\\) all quit cleanly. A parent may
 // have left them blocked (the mask survives exec); a monitor must hear them.
 var quitSignals = sigset_t()
@@ -138,6 +175,8 @@ for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
     sigaddset(&quitSignals, sig)
     signal(sig) { sig in
         if quitSignal.exchange(sig, ordering: .relaxed) != 0 { _exit(128 + sig) }
+        var byte: UInt8 = 1
+        _ = Glibc.write(signalPipe.write, &byte, 1)
     }
 }
 pthread_sigmask(SIG_UNBLOCK, &quitSignals, nil)
@@ -148,45 +187,48 @@ signal(SIGPIPE, SIG_IGN)
 signal(SIGTTOU, SIG_IGN)
 signal(SIGTTIN, SIG_IGN)
 
+// An in-process server, when asked for: started before the client, stopped at exit (whatever
+// the path to exit), after the client has closed.
+nonisolated(unsafe) var ownServer: JACKServer?
+if let serverDriver = options.startServer {
+    let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) }
+    let name = options.server ?? (environment?.isEmpty == false ? environment! : "default")
+    do {
+        ownServer = try JACKServer(name: name, driver: serverDriver)
+    } catch {
+        fail("\(error)")
+    }
+    options.server = name
+    atexit { ownServer?.stop() }
+}
+
 // The graph.
 let graph = AudioGraph()
 let io = IOUnit()
 let gate = MuteGateUnit()
 let mixer = MultichannelMixerUnit(inputs: 1)
+let filter = LowPassFilterUnit()
+let ioNode: AUNode, gateNode: AUNode, mixerNode: AUNode
+var filterNode: AUNode?
+var cutoff: Float = options.lowpass ?? 1000
 do {
-    let ioNode = try graph.addNode(io)
-    let gateNode = try graph.addNode(gate)
-    let mixerNode = try graph.addNode(mixer)
+    ioNode = try graph.addNode(io)
+    gateNode = try graph.addNode(gate)
+    mixerNode = try graph.addNode(mixer)
     try io.setInputEnabled(true)
     gate.isMuted = options.muted
-    var head = ioNode
     if options.lowpass != nil {
-        let filterNode = try graph.addNode(LowPassFilterUnit())
-        try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, filterNode, destinationInputElement: 0)
-        head = filterNode
+        let node = try graph.addNode(filter)
+        try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, node, destinationInputElement: 0)
+        try graph.connectNodeInput(node, sourceOutputElement: 0, gateNode, destinationInputElement: 0)
+        filterNode = node
+    } else {
+        try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, gateNode, destinationInputElement: 0)
     }
-    try graph.connectNodeInput(head, sourceOutputElement: head == ioNode ? IOUnit.inputElement : 0, gateNode, destinationInputElement: 0)
     try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
     try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: IOUnit.outputElement)
 } catch {
     fail("could not build the graph: \(error)")
-}
-
-/// Connects one side of the client: the ports named with --input/--output if any (waiting up
-/// to 2 s for them: their client may still be starting), else the physical ones when
-/// autoconnecting; says which of our ports stay unconnected.
-@MainActor func connectSide(given: [String], physical: @autoclosure () -> [String], ours: [String],
-                            label: String, physicalLabel: String, outgoing: Bool) throws(JACKDriverError) {
-    guard !given.isEmpty || options.autoconnect else { return }
-    let theirs = given.isEmpty ? physical() : given
-    let timeout: Double = given.isEmpty ? 0 : 2
-    for (their, our) in zip(theirs, ours) {
-        if outgoing { try driver.connect(our, to: their, timeout: timeout) }
-        else { try driver.connect(their, to: our, timeout: timeout) }
-    }
-    if theirs.count < ours.count {
-        say("graphthru: note: \(theirs.count) \(given.isEmpty ? physicalLabel : label) port(s) for \(ours.count) channels; \(ours[theirs.count])… stay unconnected")
-    }
 }
 
 // The JACK client.
@@ -202,6 +244,17 @@ do {
     if case .invalidClientName = error { fail("\(error)", status: 2) }
     fail("\(error)")
 }
+
+/// Display names for patchbays: "Mic L"/"Mic R" and "Out L"/"Out R" in stereo, "Mic"/"Out"
+/// in mono, "Mic 3"/"Out 3" otherwise.
+func prettyNames(_ base: String, _ count: Int) -> [String] {
+    switch count {
+    case 1: return [base]
+    case 2: return ["\(base) L", "\(base) R"]
+    default: return (1...count).map { "\(base) \($0)" }
+    }
+}
+
 do {
     // The mixer's output carries the channel count; its rate is the server's.
     let format = try StreamFormat.float32(sampleRate: Double(driver.sampleRate), channels: UInt32(options.channels))
@@ -210,16 +263,45 @@ do {
     driver.close()
     fail("could not set the mixer format: \(error)")
 }
-if let hz = options.lowpass, let filter = graph.nodes.lazy.compactMap({ try? graph.nodeInfo($0) as? LowPassFilterUnit }).first {
-    let nyquist = Float(driver.sampleRate) / 2
+let nyquist = Float(driver.sampleRate) / 2
+if let hz = options.lowpass {
     guard hz >= 10, hz <= nyquist else {
         driver.close()
         fail("--lowpass \(hz) Hz is outside 10…\(nyquist) Hz at the server's \(driver.sampleRate) Hz", status: 2)
     }
-    do { try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, hz, scope: .global) } catch { driver.close(); fail("\(error)") }
 }
+cutoff = min(cutoff, nyquist)
+do { try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, cutoff, scope: .global) } catch { driver.close(); fail("\(error)") }
+
+/// Connects one side of the client: the ports named (or matched by patterns) with
+/// --input/--output if any (waiting up to 2 s for them: their client may still be starting),
+/// else the physical ones when autoconnecting; says which of our ports stay unconnected.
+@MainActor func connectSide(given: [String], physical: @autoclosure () -> [String], ours: [String],
+                            label: String, physicalLabel: String, outgoing: Bool) throws(JACKDriverError) {
+    guard !given.isEmpty || options.autoconnect else { return }
+    var theirs: [String] = []
+    if given.isEmpty {
+        theirs = physical()
+    } else {
+        for spec in given { theirs += try driver.ports(matching: spec, sources: !outgoing, timeout: 2) }
+    }
+    for (their, our) in zip(theirs, ours) {
+        if outgoing { try driver.connect(our, to: their, timeout: given.isEmpty ? 0 : 2) }
+        else { try driver.connect(their, to: our, timeout: given.isEmpty ? 0 : 2) }
+    }
+    if theirs.count < ours.count && !options.quiet {
+        write("graphthru: note: \(theirs.count) \(given.isEmpty ? physicalLabel : label) port(s) for \(ours.count) channels; \(ours[theirs.count])… stay unconnected", to: STDOUT_FILENO)
+    }
+    if theirs.count > ours.count && !options.quiet {
+        write("graphthru: note: \(theirs.count) \(label) ports matched for \(ours.count) channels; \(theirs[ours.count])… stay unconnected", to: STDOUT_FILENO)
+    }
+}
+
 do {
     try driver.start()
+    // Pretty names are metadata set by this (control) thread; JACK callbacks never do it.
+    for (port, pretty) in zip(driver.inputPortNames, prettyNames("Mic", options.channels)) { try driver.setPrettyName(pretty, forPort: port) }
+    for (port, pretty) in zip(driver.outputPortNames, prettyNames("Out", options.channels)) { try driver.setPrettyName(pretty, forPort: port) }
     try connectSide(given: options.inputs, physical: driver.physicalPorts(capture: true),
                     ours: driver.inputPortNames, label: "--input", physicalLabel: "physical capture", outgoing: false)
     try connectSide(given: options.outputs, physical: driver.physicalPorts(capture: false),
@@ -229,14 +311,227 @@ do {
     fail("\(error)")
 }
 
-say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
-say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
+// MARK: - State and what is shown of it
+
+/// Output volume in dB (the mixer's output-scope Volume, ramped by the mixer across one slice).
+var volumeDB: Float = 0
+let volumeStep: Float = 3
+let volumeRange: ClosedRange<Float> = -60...12
+
+/// Where the status goes: a status area redrawn in place (stdout is a terminal), plain lines
+/// (stdout is a pipe or file), or nothing but answers (--quiet).
+enum Display { case terminal, lines, quiet }
+let display: Display = options.quiet ? .quiet : (isatty(STDOUT_FILENO) == 1 ? .terminal : .lines)
+var drawnLines = 0
+
+/// One channel's level: average (RMS) and peak power, dBFS.
+struct MeterReading { var average: Float; var peak: Float }
+
+// LEVELMETER (issue 5) — not in this build yet. When `LevelMeter` (lock-free, per channel
+// `averagePower(channel:)` / `peakPower(channel:)` in dBFS) lands on main, attach one to the IO
+// input side and one to the mixer output, and return their readings here; the status area and
+// the `status` line already show whatever this returns (bars from −60 to 0 dBFS).
+func meterReadings() -> (inputs: [MeterReading], outputs: [MeterReading])? { nil }
+
+func dB(_ value: Float) -> String {
+    value.isFinite ? String(format1: value) + " dB" : "-inf dB"
+}
+extension String {
+    /// One decimal, without Foundation: -3.0, 12.0, 0.0.
+    init(format1 value: Float) {
+        let tenths = Int((abs(value) * 10).rounded())
+        self = (value < 0 && tenths != 0 ? "-" : "") + "\(tenths / 10).\(tenths % 10)"
+    }
+}
+
+func meterBar(_ reading: MeterReading, width: Int = 30) -> String {
+    let fraction = max(0, min(1, (reading.average + 60) / 60))
+    let filled = Int((fraction * Float(width)).rounded())
+    return "▕" + String(repeating: "█", count: filled) + String(repeating: "─", count: width - filled) + "▏ "
+        + "\(dB(reading.average)) (peak \(dB(reading.peak)))"
+}
+
+var muteText: String { gate.isMuted ? "on" : "off" }
+var lowpassText: String { filterNode == nil ? "off" : "on (\(Int(cutoff.rounded())) Hz)" }
+
+@MainActor func statusLines() -> [String] {
+    let period = driver.bufferSize
+    let ms = String(format1: Float(period) * 1000 / Float(max(driver.sampleRate, 1)))
+    var lines = [
+        "graphthru · client '\(driver.clientName)' · JACK server '\(driver.serverName)'\(ownServer != nil ? " (in-process)" : "") · \(driver.sampleRate) Hz · period \(period) (\(ms) ms) · \(options.channels) ch",
+        "mute \(muteText) · volume \(dB(volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · DSP load \(String(format1: driver.cpuLoad))%",
+    ]
+    if let meters = meterReadings() {
+        for (c, reading) in meters.inputs.enumerated() { lines.append("in  \(c + 1) " + meterBar(reading)) }
+        for (c, reading) in meters.outputs.enumerated() { lines.append("out \(c + 1) " + meterBar(reading)) }
+    } else {
+        lines.append("meters: not in this build (LevelMeter, issue 5)")
+    }
+    lines.append("keys: m mute · l low-pass · +/- volume · ? help · q quit")
+    return lines
+}
+
+@MainActor func statusLine() -> String {
+    var text = "status: mute \(muteText), volume \(dB(volumeDB)), low-pass \(lowpassText), xruns \(driver.xrunCount), DSP load \(String(format1: driver.cpuLoad))%, server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize), \(options.channels) ch"
+    if let meters = meterReadings() {
+        text += ", in " + meters.inputs.map { dB($0.average) }.joined(separator: " ")
+        text += ", out " + meters.outputs.map { dB($0.average) }.joined(separator: " ")
+    } else {
+        text += ", meters n/a"
+    }
+    return text
+}
+
+func outputInForeground() -> Bool { tcgetpgrp(STDOUT_FILENO) == getpgrp() }
+
+/// Redraws the status area in place (terminal display only, and only in the foreground).
+@MainActor func redraw() {
+    guard display == .terminal, outputInForeground() else { return }
+    var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
+    let lines = statusLines()
+    for line in lines { text += "\r\u{1B}[2K" + line + "\n" }
+    text += "\u{1B}[J"
+    drawnLines = lines.count
+    writeRaw(text)
+}
+
+/// Prints a line: above the status area in a terminal, as is otherwise.
+@MainActor func say(_ text: String) {
+    if display == .terminal && drawnLines > 0 && outputInForeground() {
+        writeRaw("\u{1B}[\(drawnLines)A\r\u{1B}[J" + text + "\n")
+        drawnLines = 0
+        redraw()
+    } else {
+        writeRaw(text + "\n")
+    }
+}
+
+/// Reports a state change: a plain line (`mute: on`), a redraw, or nothing (--quiet).
+@MainActor func report(_ line: String) {
+    switch display {
+    case .lines: say(line)
+    case .terminal: redraw()
+    case .quiet: break
+    }
+}
+
+// MARK: - Actions
+
+@MainActor func setMuted(_ muted: Bool) {
+    if gate.isMuted != muted { gate.isMuted = muted }
+    report("mute: \(muteText)")
+}
+
+@MainActor func setVolume(_ db: Float) {
+    volumeDB = min(max(db, volumeRange.lowerBound), volumeRange.upperBound)
+    let gain = Float(pow(10, Double(volumeDB) / 20))   // 0 dB is exactly 1: bit-exact again
+    do {
+        try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, gain, scope: .output, element: 0)
+    } catch {
+        complain("could not set the volume: \(error)")
+    }
+    report("volume: \(dB(volumeDB))")
+}
+
+/// Inserts or removes the low-pass between the IO input and the gate: a live edit through
+/// `update()`. Unless muted, the gate ramps down first and up again afterwards, so the switch
+/// (filter memory appearing or vanishing) is not heard as a click.
+@MainActor func setLowpass(_ on: Bool) {
+    if on == (filterNode != nil) { report("low-pass: \(lowpassText)"); return }
+    let fade = !gate.isMuted
+    if fade {
+        gate.isMuted = true
+        // The 10 ms ramp, plus two periods for the parameter to be read and the ramp to finish.
+        usleep(UInt32(10_000 + 2 * 1_000_000 * driver.bufferSize / max(driver.sampleRate, 1)))
+    }
+    defer { if fade { gate.isMuted = false } }
+    do {
+        if on {
+            let node = try graph.addNode(filter)
+            do {
+                try graph.disconnectNodeInput(gateNode, inputElement: 0)
+                try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, node, destinationInputElement: 0)
+                try graph.connectNodeInput(node, sourceOutputElement: 0, gateNode, destinationInputElement: 0)
+                try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, cutoff, scope: .global)
+                try graph.update()
+                filterNode = node
+            } catch {
+                // Back to the chain without the filter: drop the node (and its queued
+                // connections), feed the gate from the input again.
+                try? graph.removeNode(node)
+                if !graph.connections.contains(where: { $0.destinationNode == gateNode }) {
+                    try? graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, gateNode, destinationInputElement: 0)
+                }
+                try? graph.update()
+                throw error
+            }
+        } else if let node = filterNode {
+            try graph.removeNode(node)
+            try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, gateNode, destinationInputElement: 0)
+            try graph.update()
+            filterNode = nil
+        }
+        report("low-pass: \(lowpassText)")
+    } catch {
+        complain("could not switch the low-pass: \(error)")
+    }
+}
+
+@MainActor func setCutoff(_ hz: Float) {
+    guard hz >= 10, hz <= nyquist else {
+        complain("low-pass \(hz) Hz is outside 10…\(nyquist) Hz at the server's \(driver.sampleRate) Hz")
+        return
+    }
+    cutoff = hz
+    do { try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, hz, scope: .global) } catch { complain("\(error)") }
+    if filterNode == nil { setLowpass(true) } else { report("low-pass: \(lowpassText)") }
+}
+
+let keyHelp = "keys: m mute/unmute · l low-pass on/off (\(Int(cutoff.rounded())) Hz) · + / - output volume ±3 dB · ? help · q quit"
+let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | - | status | help | quit"
+
+/// Acts on one command line; returns false for quit.
+@MainActor func handleLine(_ text: String) -> Bool {
+    let words = text.trimmingWhitespace().lowercased().split(separator: " ").map(String.init)
+    switch (words.first ?? "", words.count > 1 ? words[1] : nil) {
+    case ("", _): break
+    case ("mute", nil): setMuted(true)
+    case ("unmute", nil): setMuted(false)
+    case ("toggle", nil), ("m", nil): setMuted(!gate.isMuted)
+    case ("quit", nil), ("q", nil), ("exit", nil): return false
+    case ("lowpass", nil), ("l", nil): setLowpass(filterNode == nil)
+    case ("lowpass", "on"?): setLowpass(true)
+    case ("lowpass", "off"?): setLowpass(false)
+    case ("lowpass", let hz?) where Float(hz) != nil: setCutoff(Float(hz)!)
+    case ("+", nil), ("volume", "+"?), ("up", nil): setVolume(volumeDB + volumeStep)
+    case ("-", nil), ("volume", "-"?), ("down", nil): setVolume(volumeDB - volumeStep)
+    case ("volume", let db?) where Float(db).map({ $0.isFinite }) == true: setVolume(Float(db)!)
+    case ("volume", nil): say("volume: \(dB(volumeDB))")
+    case ("status", nil): say(statusLine())
+    case ("help", nil), ("?", nil): say(lineHelp)
+    default: complain("unknown command '\(text.trimmingWhitespace())' (\(lineHelp))")
+    }
+    return true
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars.drop(while: { $0.properties.isWhitespace })
+        return String(String.UnicodeScalarView(scalars.reversed().drop(while: { $0.properties.isWhitespace }).reversed()))
+    }
+}
+
+// MARK: - Start-up report
+
+if display != .quiet {
+    say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)'\(ownServer != nil ? " (started in-process, driver \(ownServer!.driver))" : ""), \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
+    say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
+}
 
 // --record: what IO element 0 sends to the outputs, written by the recorder's own thread.
 var recorder: Recorder?
 if let path = options.record {
     do throws(RecorderError) {
-        let ioNode = graph.nodes.first { (try? graph.nodeInfo($0)) is IOUnit }!
         recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.outputElement, path: path,
                                 settings: try RecordingSettings.forPath(path, sampleFormat: options.recordFormat))
     } catch {
@@ -257,45 +552,22 @@ func inForeground() -> Bool { tcgetpgrp(STDIN_FILENO) == getpgrp() }
     raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
     guard tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0 else { return }
     keyMode = true
-    say("graphthru: keys: m = toggle mute, q = quit")
+    if display == .lines { say("graphthru: " + keyHelp) }
 }
 @MainActor func leaveKeyMode() {
     if keyMode { tcsetattr(STDIN_FILENO, TCSANOW, &savedTerminal); keyMode = false }
 }
 enterKeyModeIfForeground()
 
-func report() { say("mute: \(gate.isMuted ? "on" : "off")") }
-func setMuted(_ muted: Bool) {
-    if gate.isMuted != muted { gate.isMuted = muted }
-    report()
-}
-report()
+report("mute: \(muteText)")
+if display == .terminal { redraw() }
 
 var stdinOpen = true
 var line: [UInt8] = []
 var exitStatus: Int32 = 0
 var running = true
 var buffer = [UInt8](repeating: 0, count: 256)
-
-/// Acts on one command line; returns false for quit.
-func handleLine(_ text: String) -> Bool {
-    switch text.trimmingWhitespace().lowercased() {
-    case "": break
-    case "mute": setMuted(true)
-    case "unmute": setMuted(false)
-    case "toggle", "m": setMuted(!gate.isMuted)
-    case "quit", "q", "exit": return false
-    case let other: complain("unknown command '\(other)' (mute, unmute, toggle, quit)")
-    }
-    return true
-}
-
-extension String {
-    func trimmingWhitespace() -> String {
-        let scalars = unicodeScalars.drop(while: { $0.properties.isWhitespace })
-        return String(String.UnicodeScalarView(scalars.reversed().drop(while: { $0.properties.isWhitespace }).reversed()))
-    }
-}
+var xrunsShown: UInt64 = 0
 
 while running {
     if quitSignal.load(ordering: .relaxed) != 0 { break }
@@ -305,15 +577,28 @@ while running {
         exitStatus = 1
         break
     }
-    // Sleep until input, a server shutdown (its pipe) or a signal (poll returns EINTR). Only a
-    // terminal in the background is checked on a timer, to notice `fg`.
+    // xruns as they happen: a line each time the count grows (plain lines), or the redraw.
+    let xruns = driver.xrunCount
+    if xruns != xrunsShown {
+        xrunsShown = xruns
+        if display == .lines { say("xruns: \(xruns)") }
+    }
+    if display == .terminal { redraw() }
+    // Sleep until input, a server shutdown (its pipe), a signal (its pipe) or the next redraw
+    // (10 per second in a terminal, an xrun check each second otherwise).
     if interactive { enterKeyModeIfForeground() }
     let readInput = stdinOpen && (!interactive || keyMode)
     var fds = [pollfd(fd: driver.shutdownFileDescriptor, events: Int16(POLLIN), revents: 0),
+               pollfd(fd: signalPipe.read, events: Int16(POLLIN), revents: 0),
                pollfd(fd: readInput ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0)]
-    let timeout: Int32 = driver.shutdownFileDescriptor < 0 ? 50 : (interactive && !keyMode && stdinOpen ? 250 : -1)
-    let ready = poll(&fds, 2, timeout)
-    if ready <= 0 || fds[1].revents == 0 { continue }
+    let timeout: Int32
+    switch display {
+    case .terminal: timeout = 100
+    case .lines: timeout = interactive && !keyMode && stdinOpen ? 250 : 1000
+    case .quiet: timeout = driver.shutdownFileDescriptor < 0 || signalPipe.read < 0 ? 50 : (interactive && !keyMode && stdinOpen ? 250 : -1)
+    }
+    let ready = poll(&fds, 3, timeout)
+    if ready <= 0 || fds[2].revents == 0 { continue }
     let n = read(STDIN_FILENO, &buffer, buffer.count)
     if n <= 0 {
         if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
@@ -322,11 +607,15 @@ while running {
         if !line.isEmpty { running = handleLine(String(decoding: line, as: UTF8.self)); line = [] }
         continue
     }
-    for byte in buffer[0..<n] {
+    for byte in buffer[0..<n] where running {
         if interactive {
             switch byte {
             case UInt8(ascii: "m"), UInt8(ascii: "M"): setMuted(!gate.isMuted)
             case UInt8(ascii: "q"), UInt8(ascii: "Q"): running = false
+            case UInt8(ascii: "l"), UInt8(ascii: "L"): setLowpass(filterNode == nil)
+            case UInt8(ascii: "+"), UInt8(ascii: "="): setVolume(volumeDB + volumeStep)
+            case UInt8(ascii: "-"), UInt8(ascii: "_"): setVolume(volumeDB - volumeStep)
+            case UInt8(ascii: "?"), UInt8(ascii: "h"), UInt8(ascii: "H"): say("graphthru: " + keyHelp)
             default: break
             }
         } else if byte == UInt8(ascii: "\n") {
@@ -339,6 +628,7 @@ while running {
 }
 
 leaveKeyMode()
+redraw()
 if let recorder {
     do throws(RecorderError) { try recorder.stop() } catch { complain("\(error)"); exitStatus = 1 }
     say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)")
@@ -349,6 +639,12 @@ let load = driver.cpuLoad
 exitStatusOnAlarm.store(exitStatus, ordering: .relaxed)
 alarm(2)
 driver.close()
+ownServer?.stop()
 alarm(0)
-say("graphthru: stopped; \(xruns) xrun(s), JACK DSP load \(Int(load.rounded()))%")
+if display == .terminal && drawnLines > 0 && outputInForeground() {
+    drawnLines = 0   // the status area stays as it was last drawn; the summary goes below it
+}
+if display != .quiet {
+    say("graphthru: stopped; \(xruns) xrun(s), JACK DSP load \(Int(load.rounded()))%\(ownServer != nil ? "; in-process server '\(ownServer!.name)' stopped" : "")")
+}
 exit(exitStatus)

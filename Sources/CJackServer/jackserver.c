@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <jack/control.h>
 #include "jackserver.h"
@@ -17,6 +18,9 @@ typedef const JSList *(*ag_driver_list_t)(jackctl_driver_t *);
 typedef const char *(*ag_driver_name_t)(jackctl_driver_t *);
 typedef const char *(*ag_parameter_name_t)(jackctl_parameter_t *);
 typedef bool (*ag_set_value_t)(jackctl_parameter_t *, const union jackctl_parameter_value *);
+
+static void audiograph_jackserver_silent(const char *message) { (void)message; }
+static void audiograph_jackserver_print(const char *message) { fprintf(stderr, "jack: %s\n", message); }
 
 static jackctl_parameter_t *audiograph_jackserver_find(const JSList *list, const char *name,
                                                               const char *(*get_name)(jackctl_parameter_t *)) {
@@ -54,6 +58,15 @@ bool audiograph_jackserver_start(audiograph_jackserver *handle, const char *name
     AG_SYM(parameter_name, ag_parameter_name_t, "jackctl_parameter_get_name")
     AG_SYM(set_value, ag_set_value_t, "jackctl_parameter_set_value")
 #undef AG_SYM
+    // The server's messages go through libjackserver's own copy of jack_error/jack_info (it is
+    // loaded apart from libjack): silenced like libjack's unless AUDIOGRAPH_JACK_VERBOSE=1.
+    typedef void (*ag_set_function_t)(void (*)(const char *));
+    ag_set_function_t set_error = (ag_set_function_t)dlsym(library, "jack_set_error_function");
+    ag_set_function_t set_info = (ag_set_function_t)dlsym(library, "jack_set_info_function");
+    const char *verbose = getenv("AUDIOGRAPH_JACK_VERBOSE");
+    void (*printer)(const char *) = (verbose != NULL && strcmp(verbose, "1") == 0) ? audiograph_jackserver_print : audiograph_jackserver_silent;
+    if (set_error != NULL) set_error(printer);
+    if (set_info != NULL) set_info(printer);
     jackctl_server_t *server = create2(NULL, NULL, NULL);
     if (server == NULL) { snprintf(error, error_size, "jackctl_server_create2 failed"); dlclose(library); return false; }
     union jackctl_parameter_value value;
