@@ -1,0 +1,246 @@
+import CJack
+import Foundation
+import Testing
+
+extension JACKIntegration {
+    /// graphthru's day-to-day controls (volume, low-pass, help, status, --quiet, the terminal
+    /// status area), patchbay citizenship (pretty names, port patterns) and --start-server,
+    /// against a real jackd with real speech.
+    @Suite("graphthru controls against a real jackd")
+    struct GraphthruControlTests {
+        let server = TestServer.shared
+
+        @Test func volumeStepsScaleTheOutputExactlyAndZeroDecibelsIsBitExactAgain() throws {
+            let name = "gt-volume-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect", "--channels", "1"], server: server)
+            #expect(tool.waitFor("mute: off"), "startup: \(tool.stderr)")
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-vol", play: speech, captureFrames: speech.count + 8192)
+            probe.connect(probe.outPort, "\(name):in_1")
+            probe.connect("\(name):out_1", probe.inPort)
+
+            tool.send("-")
+            #expect(tool.waitFor("volume: -3.0 dB"), "\(tool.stdout) \(tool.stderr)")
+            usleep(100_000)
+            // The mixer's output volume multiplies every sample by 10^(−3/20) once the one-slice
+            // ramp is over: the capture is the speech times that gain, exactly.
+            let gain = Float(pow(10, -3.0 / 20))
+            let quieter = probe.run()
+            #expect(exactDelay(of: speech.map { $0 * gain }, in: quieter) != nil,
+                    "−3 dB is the speech × \(gain); peak out \(quieter.map(abs).max() ?? 0), in \(speech.map(abs).max() ?? 0)")
+
+            tool.send("volume +")
+            #expect(tool.waitFor("volume: 0.0 dB"))
+            usleep(100_000)
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "back at 0 dB the speech passes bit for bit")
+
+            tool.send("volume -200")     // clamped to the floor
+            #expect(tool.waitFor("volume: -60.0 dB"))
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
+        }
+
+        @Test func lowpassTogglesLiveThroughUpdateAndOffIsBitExactAgain() throws {
+            let name = "gt-lptoggle-\(getpid())"
+            let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 8000 * Double($0) / 48_000)) }
+            let probe = ProbeClient(server: server, name: "probe-lpt", play: tone, captureFrames: tone.count + 8192)
+            // Patterns, as jack_lsp takes them: each matches exactly the probe's one port.
+            let tool = try GraphthruProcess(["--name", name, "--channels", "1",
+                                             "--input", "probe-lpt:o.t", "--output", "probe-lp[t]:in"], server: server)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            #expect(exactDelay(of: tone, in: probe.run(), maxDelay: 8192) != nil, "without the filter the tone passes bit for bit")
+
+            tool.send("lowpass")
+            #expect(tool.waitFor("low-pass: on (1000 Hz)"), "\(tool.stdout) \(tool.stderr)")
+            usleep(100_000)
+            let filtered = probe.run()
+            let tail = filtered[24_000..<48_000]
+            let rms = (tail.reduce(0.0) { $0 + Double($1 * $1) } / Double(tail.count)).squareRoot()
+            let gain = 20 * log10(rms / (0.5 / 2.0.squareRoot()))
+            // Second order at 1 kHz: 8 kHz is 3 octaves up, about −36 dB.
+            #expect(gain < -30, "8 kHz through the inserted 1 kHz low-pass: \(gain) dB")
+
+            tool.send("l")
+            #expect(tool.waitFor("low-pass: off"))
+            usleep(100_000)
+            #expect(exactDelay(of: tone, in: probe.run(), maxDelay: 8192) != nil, "filter removed live: bit-exact again")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
+        }
+
+        @Test func helpStatusAndUnknownCommands() throws {
+            let tool = try GraphthruProcess(["--name", "gt-help-\(getpid())", "--no-autoconnect", "--muted"], server: server)
+            #expect(tool.waitFor("mute: on"))
+            tool.send("help")
+            #expect(tool.waitFor("commands: mute | unmute"))
+            tool.send("status")
+            #expect(tool.waitFor("status: mute on, volume 0.0 dB, low-pass off, xruns "), "\(tool.stdout)")
+            #expect(tool.stdout.contains("48000 Hz, period 256, 2 ch"), "\(tool.stdout)")
+            tool.send("frobnicate")
+            tool.send("status")
+            #expect(tool.waitFor("status: ", count: 2))
+            #expect(tool.stderr.contains("unknown command 'frobnicate'"), "stderr: \(tool.stderr)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+        }
+
+        @Test func quietPrintsOnlyWhatIsAskedFor() throws {
+            let tool = try GraphthruProcess(["--name", "gt-quiet-\(getpid())", "--no-autoconnect", "--quiet"], server: server)
+            tool.send("mute")
+            tool.send("-")
+            tool.send("status")
+            #expect(tool.waitFor("status: mute on, volume -3.0 dB"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            let lines = tool.stdout.split(separator: "\n")
+            #expect(lines.count == 1, "only the status answer: \(tool.stdout)")
+        }
+
+        @Test func portsCarryPrettyNamesReadBackThroughJACKMetadata() throws {
+            let name = "gt-pretty-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            let probe = ProbeClient(server: server, name: "probe-pretty", play: [0], captureFrames: 1)
+            func pretty(_ port: String) -> (String?, jack_uuid_t) {
+                guard let handle = jack_port_by_name(probe.client, port) else { return (nil, 0) }
+                let uuid = jack_port_uuid(handle)
+                var value: UnsafeMutablePointer<CChar>?, type: UnsafeMutablePointer<CChar>?
+                guard jack_get_property(uuid, audiograph_jack_pretty_name_key(), &value, &type) == 0, let value else { return (nil, uuid) }
+                defer { jack_free(value); if let type { jack_free(type) } }
+                return (String(cString: value), uuid)
+            }
+            let names = ["in_1", "in_2", "out_1", "out_2"].map { pretty("\(name):\($0)") }
+            #expect(names.map(\.0) == ["Mic L", "Mic R", "Out L", "Out R"])
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            // graphthru removes its metadata when it closes: the store outlives the ports.
+            for (_, uuid) in names where uuid != 0 {
+                var value: UnsafeMutablePointer<CChar>?, type: UnsafeMutablePointer<CChar>?
+                #expect(jack_get_property(uuid, audiograph_jack_pretty_name_key(), &value, &type) != 0, "pretty name left behind")
+            }
+        }
+
+        @Test func patternsConnectEveryMatchInOrderAndBadPatternsAreRefused() throws {
+            let name = "gt-pattern-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name, "--input", "system:capture_.*", "--output", "system:playback_.*"], server: server)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            let listing = try run("/usr/bin/jack_lsp", ["-c"], server: server)
+            func connections(of port: String) -> [String] {
+                let lines = listing.split(separator: "\n").map(String.init)
+                guard let i = lines.firstIndex(of: port) else { return [] }
+                return lines[(i + 1)...].prefix { $0.hasPrefix(" ") }.map { $0.trimmingCharacters(in: .whitespaces) }
+            }
+            #expect(connections(of: "\(name):in_1") == ["system:capture_1"], "\(listing)")
+            #expect(connections(of: "\(name):in_2") == ["system:capture_2"])
+            #expect(connections(of: "\(name):out_2") == ["system:playback_2"])
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+
+            let bad = try GraphthruProcess(["--name", "\(name)-bad", "--input", "system:capture_[", "--output", "system:playback_1"], server: server)
+            #expect(bad.waitForExit() == 1)
+            #expect(bad.stderr.contains("neither a JACK port name nor a valid regular expression"), "stderr: \(bad.stderr)")
+            let none = try GraphthruProcess(["--name", "\(name)-none", "--input", "nobody:.*"], server: server)
+            #expect(none.waitForExit() == 1)
+            #expect(none.stderr.contains("no JACK port named 'nobody:.*'"), "stderr: \(none.stderr)")
+        }
+
+        @Test func startServerRunsAnInProcessServerAndStopsItOnExit() throws {
+            let own = "audiograph-issue6-inproc-\(getpid())"
+            let name = "gt-inproc"
+            let tool = try GraphthruProcess(["--name", name, "--start-server", "--server", own, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("mute: off"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            #expect(tool.stdout.contains("started in-process, driver dummy"))
+            #expect(TestServer.waitForServer(own, seconds: 5), "the in-process server answers other processes")
+            do {
+                let speech = Speech.load().samples
+                let probe = ProbeClient(server: own, name: "probe-inproc", play: speech, captureFrames: speech.count + 8192)
+                probe.connect(probe.outPort, "\(name):in_1")
+                probe.connect("\(name):out_1", probe.inPort)
+                #expect(exactDelay(of: speech, in: probe.run()) != nil, "speech through graphthru on its own server, bit-exact")
+            }
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            #expect(tool.stdout.contains("in-process server '\(own)' stopped"), "\(tool.stdout)")
+            #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
+            #expect(!TestServer.waitForServer(own, seconds: 0.3), "the server is gone after exit")
+
+            // A server name already in use is refused, and the running server is left alone.
+            let clash = try GraphthruProcess(["--name", "gt-clash", "--start-server", "--server", server], server: server)
+            #expect(clash.waitForExit() == 1)
+            #expect(clash.stderr.contains("already running"), "stderr: \(clash.stderr)")
+            #expect(TestServer.waitForServer(server, seconds: 2))
+        }
+
+        @Test func terminalShowsAStatusAreaRedrawnInPlaceAndTakesKeys() throws {
+            // A pseudo-terminal from util-linux `script`, so stdin and stdout are terminals.
+            let name = "gt-tty-\(getpid())"
+            let tool = try TerminalProcess([GraphthruProcess.binary.path, "--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("keys: m mute"), "output: \(tool.output)")
+            for key in ["m", "-", "l"] {
+                tool.type(key)
+                usleep(300_000)
+            }
+            #expect(tool.waitFor("mute on · volume -3.0 dB · low-pass on (1000 Hz) · xruns 0"), "output: \(tool.output)")
+            #expect(tool.output.contains("\u{1B}[4A"), "redrawn in place (cursor up over the 4 status lines)")
+            #expect(tool.output.contains("JACK server '\(server)' · 48000 Hz · period 256"))
+            tool.type("?")
+            #expect(tool.waitFor("graphthru: keys: m mute/unmute"))
+            tool.type("q")
+            #expect(tool.waitForExit() == 0)
+            #expect(tool.output.contains("graphthru: stopped"))
+        }
+    }
+}
+
+/// A command run inside a pseudo-terminal (`script -qfec`), keys written to it, everything it
+/// shows collected in a file.
+final class TerminalProcess: @unchecked Sendable {
+    let process = Process()
+    let input = Pipe()
+    private let outputURL: URL
+
+    init(_ command: [String], server: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        let quoted = command.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        process.arguments = ["-qfec", quoted, "/dev/null"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_DEFAULT_SERVER"] = server
+        environment["JACK_NO_START_SERVER"] = "1"
+        environment["TERM"] = "xterm"
+        process.environment = environment
+        process.standardInput = input
+        outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("graphthru-tty-\(UUID().uuidString).out")
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: outputURL)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var output: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+
+    func waitFor(_ text: String, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            if !process.isRunning { return output.contains(text) }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    func type(_ key: String) { input.fileHandleForWriting.write(Data(key.utf8)) }
+
+    func waitForExit(timeout: Double = 10) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate(); process.waitUntilExit(); return nil }
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: outputURL)
+    }
+}
