@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "AudioGraph", targets: ["AudioGraph"]),
         .library(name: "AudioGraphJACK", targets: ["AudioGraphJACK"]),
         .executable(name: "graphthru", targets: ["graphthru"]),
+        .executable(name: "graphrun", targets: ["graphrun"]),
         .executable(name: "first-graph", targets: ["first-graph"]),
         .executable(name: "custom-unit", targets: ["custom-unit"]),
         .executable(name: "graphrecord", targets: ["graphrecord"]),
@@ -67,6 +68,12 @@ let package = Package(
             name: "graphrecord",
             dependencies: ["AudioGraph", "AudioGraphJACK"],
             path: "Examples/Record"
+        ),
+        // Runs a graph described in a JSON file, and applies the file's edits live.
+        .executableTarget(
+            name: "graphrun",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Examples/graphrun"
         ),
         .executableTarget(
             name: "first-graph",

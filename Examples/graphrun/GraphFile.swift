@@ -1,0 +1,395 @@
+// The graph file: a small JSON description of an AudioGraph (nodes with a type and
+// parameters, an output format where a unit has one, connections), read with Foundation's
+// JSONSerialization and checked field by field. Errors name the line and the field.
+import AudioGraph
+import Foundation
+
+/// A unit type a graph file can name.
+enum NodeType: String, CaseIterable {
+    case lowpass, mutegate, mixer
+
+    /// Parameter names → (ID, scope, lowest, highest) for the global/output parameters.
+    var parameters: [String: (id: AudioUnitParameterID, scope: AudioUnitScope, range: ClosedRange<Float>)] {
+        switch self {
+        case .lowpass:
+            // The cutoff's top is half the server's rate, checked when the rate is known.
+            return ["cutoff": (LowPassFilterUnit.Parameter.cutoffFrequency, .global, 10...384_000),
+                    "resonance": (LowPassFilterUnit.Parameter.resonance, .global, -20...40)]
+        case .mutegate:
+            return ["mute": (MuteGateUnit.Parameter.mute, .global, 0...1),
+                    "rampTime": (MuteGateUnit.Parameter.rampTime, .global, 0.001...1)]
+        case .mixer:
+            return ["volume": (MultichannelMixerUnit.Parameter.volume, .output, 0...1000)]
+        }
+    }
+
+    /// The mixer's per-input parameters.
+    static let mixerInputParameters: [String: (id: AudioUnitParameterID, range: ClosedRange<Float>)] = [
+        "volume": (MultichannelMixerUnit.Parameter.volume, 0...1000),
+        "pan": (MultichannelMixerUnit.Parameter.pan, -1...1),
+        "enable": (MultichannelMixerUnit.Parameter.enable, 0...1),
+    ]
+}
+
+/// One node of a graph file.
+struct NodeSpec: Equatable {
+    var id: String
+    var type: NodeType
+    /// Mixer input elements (1…1024); 1 for the others.
+    var inputs: Int
+    /// Channels of the mixer's output format (Float32, non-interleaved, the server's rate);
+    /// nil: the file's `channels`. Other units take the format of their input.
+    var channels: Int?
+    /// Global / output parameters by name.
+    var parameters: [String: Float]
+    /// Mixer input parameters, one dictionary per input element.
+    var inputParameters: [[String: Float]]
+    /// The line of the node's object in the file.
+    var line: Int
+
+    /// Whether `other` needs a new unit (type, element count or format differ) rather than
+    /// new parameter values.
+    func sameShape(as other: NodeSpec) -> Bool { type == other.type && inputs == other.inputs && channels == other.channels }
+
+    static func == (a: NodeSpec, b: NodeSpec) -> Bool {
+        a.id == b.id && a.sameShape(as: b) && a.parameters == b.parameters && a.inputParameters == b.inputParameters
+    }
+}
+
+/// One connection: (node, output element) → (node, input element). "io" is the IO unit:
+/// as a source its element 1 (JACK inputs), as a destination its element 0 (JACK outputs).
+struct ConnectionSpec: Hashable {
+    var from: String
+    var fromElement: AudioUnitElement
+    var to: String
+    var toElement: AudioUnitElement
+}
+
+/// A whole graph file.
+struct GraphSpec: Equatable {
+    var name: String?
+    var channels: Int
+    var nodes: [NodeSpec]
+    var connections: [ConnectionSpec]
+    /// Line of each connection, in order.
+    var connectionLines: [Int]
+    /// Line of the "connections" key, for errors about the graph as a whole.
+    var connectionsLine: Int
+    /// Line of the "channels" key (or 1).
+    var channelsLine: Int
+
+    static func == (a: GraphSpec, b: GraphSpec) -> Bool {
+        a.name == b.name && a.channels == b.channels && a.nodes == b.nodes && a.connections == b.connections
+    }
+}
+
+/// Why a graph file was refused: the file, the line, the field (a path such as
+/// `nodes[1].parameters.cutoff`) and what is wrong.
+struct GraphFileError: Error, CustomStringConvertible {
+    var file: String
+    var line: Int
+    var field: String
+    var message: String
+    var description: String { "\(file):\(line): \(field.isEmpty ? "" : field + ": ")\(message)" }
+}
+
+/// A step of a path into the JSON text.
+enum JSONPathStep: CustomStringConvertible {
+    case key(String), index(Int)
+    var description: String {
+        switch self { case .key(let k): ".\(k)"; case .index(let i): "[\(i)]" }
+    }
+}
+
+func fieldName(_ path: [JSONPathStep]) -> String {
+    var text = path.map(\.description).joined()
+    if text.hasPrefix(".") { text.removeFirst() }
+    return text
+}
+
+/// Finds the line of a value in JSON text, by path. JSONSerialization gives no positions, so
+/// this walks the text's structure (strings, objects, arrays, scalars) without building values.
+struct JSONLineLocator {
+    let bytes: [UInt8]
+
+    init(_ text: String) { bytes = Array(text.utf8) }
+
+    /// The 1-based line of the value at `path` (of its key, for an object member), or of the
+    /// deepest part of the path that exists.
+    func line(of path: [JSONPathStep]) -> Int {
+        var i = 0
+        skipSpace(&i)
+        var found = i
+        for step in path {
+            guard i < bytes.count else { break }
+            switch step {
+            case .key(let key):
+                guard bytes[i] == UInt8(ascii: "{") else { return lineAt(found) }
+                i += 1
+                while true {
+                    skipSpace(&i)
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return lineAt(found) }
+                    let keyStart = i
+                    let name = readString(&i)
+                    skipSpace(&i)
+                    if i < bytes.count, bytes[i] == UInt8(ascii: ":") { i += 1 }
+                    skipSpace(&i)
+                    if name == key { found = keyStart; break }
+                    skipValue(&i)
+                    skipSpace(&i)
+                    if i < bytes.count, bytes[i] == UInt8(ascii: ",") { i += 1 } else { return lineAt(found) }
+                }
+            case .index(let index):
+                guard bytes[i] == UInt8(ascii: "[") else { return lineAt(found) }
+                i += 1
+                for _ in 0..<index {
+                    skipSpace(&i)
+                    skipValue(&i)
+                    skipSpace(&i)
+                    if i < bytes.count, bytes[i] == UInt8(ascii: ",") { i += 1 } else { return lineAt(found) }
+                }
+                skipSpace(&i)
+                found = i
+            }
+        }
+        return lineAt(found)
+    }
+
+    /// The 1-based line of a byte offset.
+    func lineAt(_ offset: Int) -> Int {
+        1 + bytes[..<min(offset, bytes.count)].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+    }
+
+    private func skipSpace(_ i: inout Int) {
+        while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
+    }
+
+    private func readString(_ i: inout Int) -> String {
+        i += 1
+        var out: [UInt8] = []
+        while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
+            if bytes[i] == UInt8(ascii: "\\") { i += 1 }
+            if i < bytes.count { out.append(bytes[i]) }
+            i += 1
+        }
+        i += 1
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private func skipValue(_ i: inout Int) {
+        guard i < bytes.count else { return }
+        switch bytes[i] {
+        case UInt8(ascii: "\""): _ = readString(&i)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            while i < bytes.count {
+                let b = bytes[i]
+                if b == UInt8(ascii: "\"") { _ = readString(&i); continue }
+                if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") { depth += 1 }
+                if b == UInt8(ascii: "}") || b == UInt8(ascii: "]") { depth -= 1; if depth == 0 { i += 1; return } }
+                i += 1
+            }
+        default:
+            while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]")].contains(bytes[i]) { i += 1 }
+        }
+    }
+}
+
+/// Reads and checks a graph file.
+struct GraphFileReader {
+    let file: String
+    let text: String
+    let locator: JSONLineLocator
+
+    init(file: String, text: String) {
+        self.file = file
+        self.text = text
+        locator = JSONLineLocator(text)
+    }
+
+    func error(_ path: [JSONPathStep], _ message: String) -> GraphFileError {
+        GraphFileError(file: file, line: locator.line(of: path), field: fieldName(path), message: message)
+    }
+
+    /// Parses the whole file.
+    /// - Throws: ``GraphFileError`` naming the line and field of the first problem.
+    func read() throws(GraphFileError) -> GraphSpec {
+        let root: Any
+        do {
+            root = try JSONSerialization.jsonObject(with: Data(text.utf8))
+        } catch {
+            // Foundation says "… around character N." (an offset into the text): turn it into a line.
+            let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
+            var line = locator.lineAt(locator.bytes.count)
+            if let range = detail.range(of: "character "),
+               let offset = Int(detail[range.upperBound...].prefix { $0.isNumber }) {
+                line = locator.lineAt(offset)
+            }
+            throw GraphFileError(file: file, line: line, field: "", message: "not valid JSON: \(detail)")
+        }
+        guard let object = root as? [String: Any] else { throw error([], "the file must hold one JSON object") }
+        try checkKeys(object, [], allowed: ["name", "channels", "nodes", "connections", "comment"])
+
+        var name: String?
+        if let value = object["name"] {
+            guard let text = value as? String, !text.isEmpty else { throw error([.key("name")], "must be a non-empty string (the JACK client name)") }
+            name = text
+        }
+        let channels = try integer(object["channels"], [.key("channels")], in: 1...64, default: 2)
+
+        guard let nodeList = object["nodes"] as? [Any] else { throw error([.key("nodes")], "must be an array of nodes (it may be empty)") }
+        var nodes: [NodeSpec] = []
+        var ids: Set<String> = ["io"]
+        for (index, item) in nodeList.enumerated() {
+            let path: [JSONPathStep] = [.key("nodes"), .index(index)]
+            let node = try readNode(item, path, channels: channels)
+            guard ids.insert(node.id).inserted else {
+                throw error(path + [.key("id")], node.id == "io" ? "\"io\" is the IO unit's name; choose another id" : "id \"\(node.id)\" is used twice")
+            }
+            nodes.append(node)
+        }
+
+        guard let connectionList = object["connections"] as? [Any] else { throw error([.key("connections")], "must be an array of {\"from\": …, \"to\": …}") }
+        var connections: [ConnectionSpec] = []
+        var lines: [Int] = []
+        var fed: [String: Int] = [:]   // "node:element" → index of the connection feeding it
+        let byId = Dictionary(uniqueKeysWithValues: nodes.map { ($0.id, $0) })
+        for (index, item) in connectionList.enumerated() {
+            let path: [JSONPathStep] = [.key("connections"), .index(index)]
+            guard let c = item as? [String: Any] else { throw error(path, "must be an object {\"from\": \"node[:element]\", \"to\": \"node[:element]\"}") }
+            try checkKeys(c, path, allowed: ["from", "to", "comment"])
+            let (from, fromElement) = try endpoint(c["from"], path + [.key("from")], nodes: byId, source: true)
+            let (to, toElement) = try endpoint(c["to"], path + [.key("to")], nodes: byId, source: false)
+            let key = "\(to):\(toElement)"
+            if let other = fed[key] {
+                throw error(path + [.key("to")], "\(key) is already fed by connections[\(other)]; an input takes one connection (fan-in goes through a mixer)")
+            }
+            fed[key] = index
+            connections.append(ConnectionSpec(from: from, fromElement: fromElement, to: to, toElement: toElement))
+            lines.append(locator.line(of: path))
+        }
+        // A cycle (not through the IO unit, whose input side is a source and output side a sink).
+        var edges: [String: [String]] = [:]
+        for c in connections where c.from != "io" && c.to != "io" { edges[c.from, default: []].append(c.to) }
+        for (index, c) in connections.enumerated() where c.from != "io" && c.to != "io" {
+            var stack = [c.to], seen: Set<String> = []
+            while let n = stack.popLast() {
+                if n == c.from { throw error([.key("connections"), .index(index)], "\(c.from) → \(c.to) closes a cycle; a graph may not feed a unit its own output") }
+                if seen.insert(n).inserted { stack += edges[n] ?? [] }
+            }
+        }
+        return GraphSpec(name: name, channels: channels, nodes: nodes, connections: connections, connectionLines: lines,
+                         connectionsLine: locator.line(of: [.key("connections")]), channelsLine: locator.line(of: [.key("channels")]))
+    }
+
+    private func checkKeys(_ object: [String: Any], _ path: [JSONPathStep], allowed: Set<String>) throws(GraphFileError) {
+        for key in object.keys.sorted() where !allowed.contains(key) {
+            throw error(path + [.key(key)], "unknown field (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    private func number(_ value: Any?, _ path: [JSONPathStep], allowBool: Bool = false) throws(GraphFileError) -> Float {
+        guard let n = value as? NSNumber else { throw error(path, "must be a number") }
+        let isBool = String(cString: n.objCType) == "c"
+        if isBool && !allowBool { throw error(path, "must be a number, not true/false") }
+        let v = n.floatValue
+        guard v.isFinite else { throw error(path, "must be a finite number") }
+        return v
+    }
+
+    private func integer(_ value: Any?, _ path: [JSONPathStep], in range: ClosedRange<Int>, default fallback: Int) throws(GraphFileError) -> Int {
+        guard let value else { return fallback }
+        let v = try number(value, path)
+        guard v == v.rounded(), let i = Int(exactly: v), range.contains(i) else {
+            throw error(path, "must be a whole number \(range.lowerBound)…\(range.upperBound)")
+        }
+        return i
+    }
+
+    private func readNode(_ item: Any, _ path: [JSONPathStep], channels: Int) throws(GraphFileError) -> NodeSpec {
+        guard let o = item as? [String: Any] else { throw error(path, "must be an object {\"id\": …, \"type\": …}") }
+        try checkKeys(o, path, allowed: ["id", "type", "inputs", "format", "parameters", "inputParameters", "comment"])
+        guard let id = o["id"] as? String, !id.isEmpty, !id.contains(":") else {
+            throw error(path + [.key("id")], "must be a non-empty string without ':'")
+        }
+        guard let typeName = o["type"] as? String, let type = NodeType(rawValue: typeName) else {
+            throw error(path + [.key("type")], "must be one of: \(NodeType.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        var inputs = 1
+        var nodeChannels: Int?
+        if type == .mixer {
+            inputs = try integer(o["inputs"], path + [.key("inputs")], in: 1...1024, default: 1)
+            if let format = o["format"] {
+                guard let f = format as? [String: Any] else { throw error(path + [.key("format")], "must be an object {\"channels\": N}") }
+                try checkKeys(f, path + [.key("format")], allowed: ["channels"])
+                nodeChannels = try integer(f["channels"], path + [.key("format"), .key("channels")], in: 1...64, default: channels)
+            }
+        } else {
+            if o["inputs"] != nil { throw error(path + [.key("inputs")], "only mixer nodes have a number of inputs") }
+            if o["format"] != nil { throw error(path + [.key("format")], "a \(type.rawValue) takes the format of its input; only mixer nodes set one") }
+            if o["inputParameters"] != nil { throw error(path + [.key("inputParameters")], "only mixer nodes have input parameters") }
+        }
+        var parameters: [String: Float] = [:]
+        if let p = o["parameters"] {
+            guard let dict = p as? [String: Any] else { throw error(path + [.key("parameters")], "must be an object of name: number") }
+            for key in dict.keys.sorted() {
+                let at = path + [.key("parameters"), .key(key)]
+                guard let info = type.parameters[key] else {
+                    throw error(at, "a \(type.rawValue) has no parameter '\(key)' (it has: \(type.parameters.keys.sorted().joined(separator: ", ")))")
+                }
+                let v = try number(dict[key], at, allowBool: type == .mutegate && key == "mute")
+                guard info.range.contains(v) else { throw error(at, "\(v) is outside \(info.range.lowerBound)…\(info.range.upperBound)") }
+                parameters[key] = v
+            }
+        }
+        var inputParameters: [[String: Float]] = []
+        if let ip = o["inputParameters"] {
+            guard let list = ip as? [Any], list.count <= inputs else {
+                throw error(path + [.key("inputParameters")], "must be an array of at most \(inputs) objects, one per mixer input")
+            }
+            for (element, entry) in list.enumerated() {
+                let at = path + [.key("inputParameters"), .index(element)]
+                guard let dict = entry as? [String: Any] else { throw error(at, "must be an object of name: number") }
+                var values: [String: Float] = [:]
+                for key in dict.keys.sorted() {
+                    guard let info = NodeType.mixerInputParameters[key] else {
+                        throw error(at + [.key(key)], "a mixer input has no parameter '\(key)' (it has: enable, pan, volume)")
+                    }
+                    let v = try number(dict[key], at + [.key(key)], allowBool: key == "enable")
+                    guard info.range.contains(v) else { throw error(at + [.key(key)], "\(v) is outside \(info.range.lowerBound)…\(info.range.upperBound)") }
+                    values[key] = v
+                }
+                inputParameters.append(values)
+            }
+        }
+        return NodeSpec(id: id, type: type, inputs: inputs, channels: nodeChannels, parameters: parameters,
+                        inputParameters: inputParameters, line: locator.line(of: path))
+    }
+
+    /// "node" or "node:element"; "io" alone is element 1 as a source, 0 as a destination.
+    private func endpoint(_ value: Any?, _ path: [JSONPathStep], nodes: [String: NodeSpec], source: Bool) throws(GraphFileError) -> (String, AudioUnitElement) {
+        guard let text = value as? String, !text.isEmpty else { throw error(path, "must be a string \"node\" or \"node:element\"") }
+        let parts = text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let id = parts[0]
+        var element: AudioUnitElement = id == "io" && source ? IOUnit.inputElement : 0
+        if parts.count == 2 {
+            guard let e = AudioUnitElement(parts[1]) else { throw error(path, "'\(parts[1])' is not an element number") }
+            element = e
+        }
+        if id == "io" {
+            let expected = source ? IOUnit.inputElement : IOUnit.outputElement
+            guard element == expected else {
+                throw error(path, source ? "io feeds from element 1 (the JACK inputs) only" : "io is fed at element 0 (the JACK outputs) only")
+            }
+            return (id, element)
+        }
+        guard let node = nodes[id] else {
+            throw error(path, "no node with id \"\(id)\" (nodes: \(["io"] + nodes.keys.sorted()))")
+        }
+        let count = source ? 1 : node.inputs
+        guard element < count else {
+            throw error(path, "a \(node.type.rawValue) has \(source ? "output" : "input") element\(count == 1 ? " 0" : "s 0…\(count - 1)") only")
+        }
+        return (id, element)
+    }
+}

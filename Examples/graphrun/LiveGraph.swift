@@ -1,0 +1,182 @@
+// A graph file made into an AudioGraph, and later versions of the file applied to it as live
+// edits: parameter changes set at once, shape changes (nodes added, removed or replaced,
+// connections changed) queued and swapped in together by one update(). All or nothing: a
+// version that fails leaves the running graph exactly as it was.
+import AudioGraph
+
+/// The running graph and the file version it follows.
+final class LiveGraph {
+    let graph: AudioGraph
+    let io: IOUnit
+    let ioNode: AUNode
+    private(set) var spec: GraphSpec?
+    private var units: [String: (node: AUNode, unit: AudioUnit)] = [:]
+    /// The server's sample rate; 0 until the driver knows it (formats follow it).
+    var sampleRate: Double = 0
+
+    init() throws(AudioUnitError) {
+        graph = AudioGraph()
+        io = IOUnit()
+        ioNode = try graph.addNode(io)
+        try io.setInputEnabled(true)
+    }
+
+    /// What an apply did, for the log line.
+    struct Changes {
+        var added: [String] = [], removed: [String] = [], replaced: [String] = []
+        var parameters = 0
+        var connectionsChanged = false
+        var isEmpty: Bool { added.isEmpty && removed.isEmpty && replaced.isEmpty && parameters == 0 && !connectionsChanged }
+        var description: String {
+            var parts: [String] = []
+            if !added.isEmpty { parts.append("added \(added.joined(separator: ", "))") }
+            if !removed.isEmpty { parts.append("removed \(removed.joined(separator: ", "))") }
+            if !replaced.isEmpty { parts.append("replaced \(replaced.joined(separator: ", ")) (new shape)") }
+            if parameters > 0 { parts.append("\(parameters) parameter(s) changed") }
+            if connectionsChanged { parts.append("connections changed") }
+            return parts.isEmpty ? "no change" : parts.joined(separator: "; ")
+        }
+    }
+
+    /// Makes the graph follow `new`: the first call builds it (uninitialized; the driver
+    /// initializes it), later calls edit the running graph through one `update()`.
+    /// - Throws: ``GraphFileError`` naming the line and field; the graph is then unchanged.
+    /// - Thread: control thread.
+    @discardableResult
+    func apply(_ new: GraphSpec, reader: GraphFileReader) throws(GraphFileError) -> Changes {
+        var changes = Changes()
+        if let old = spec {
+            if new.channels != old.channels {
+                throw reader.error([.key("channels")], "the channel count (JACK ports) cannot change while running; restart graphrun")
+            }
+            if new.name != old.name {
+                throw reader.error([.key("name")], "the client name cannot change while running; restart graphrun")
+            }
+        }
+        // Bounds that depend on the server's rate.
+        for (index, node) in new.nodes.enumerated() where node.type == .lowpass {
+            if let cutoff = node.parameters["cutoff"], sampleRate > 0, cutoff > Float(sampleRate / 2) {
+                throw reader.error([.key("nodes"), .index(index), .key("parameters"), .key("cutoff")],
+                                   "\(cutoff) Hz is above half the server's rate (\(Int(sampleRate / 2)) Hz)")
+            }
+        }
+
+        let oldNodes = Dictionary(uniqueKeysWithValues: (spec?.nodes ?? []).map { ($0.id, $0) })
+        var kept: [String: NodeSpec] = [:]
+        var fresh: [(spec: NodeSpec, index: Int)] = []
+        for (index, node) in new.nodes.enumerated() {
+            if let old = oldNodes[node.id], old.sameShape(as: node) { kept[node.id] = node }
+            else {
+                fresh.append((node, index))
+                if oldNodes[node.id] != nil { changes.replaced.append(node.id) } else { changes.added.append(node.id) }
+            }
+        }
+        let leaving = oldNodes.keys.filter { kept[$0] == nil }.sorted()
+        changes.removed = leaving.filter { id in !new.nodes.contains { $0.id == id } }
+
+        // 1. New units, parameters and formats set while detached (they cannot fail later).
+        var added: [String: (node: AUNode, unit: AudioUnit)] = [:]
+        func dropAdded() {
+            for (_, entry) in added { try? graph.removeNode(entry.node) }
+            try? graph.update()
+        }
+        for (node, index) in fresh {
+            do {
+                let unit = try makeUnit(node, channels: new.channels)
+                added[node.id] = (try graph.addNode(unit), unit)
+            } catch {
+                dropAdded()
+                throw reader.error([.key("nodes"), .index(index)], "the unit refused its settings: \(error)")
+            }
+        }
+        func resolve(_ id: String) -> AUNode { id == "io" ? ioNode : (added[id]?.node ?? units[id]!.node) }
+
+        // 2. The connections: all cleared and made again (identical ones change nothing in the
+        //    plan), so a refusal can be undone by making the old ones again.
+        let oldConnections = spec?.connections ?? []
+        changes.connectionsChanged = Set(oldConnections) != Set(new.connections) || !changes.replaced.isEmpty
+        do {
+            try graph.clearConnections()
+        } catch {
+            dropAdded()
+            throw reader.error([.key("connections")], "\(error)")
+        }
+        for (index, c) in new.connections.enumerated() {
+            do {
+                try graph.connectNodeInput(resolve(c.from), sourceOutputElement: c.fromElement, resolve(c.to), destinationInputElement: c.toElement)
+            } catch {
+                try? graph.clearConnections()
+                for c in oldConnections {
+                    guard let from = c.from == "io" ? ioNode : units[c.from]?.node, let to = c.to == "io" ? ioNode : units[c.to]?.node else { continue }
+                    try? graph.connectNodeInput(from, sourceOutputElement: c.fromElement, to, destinationInputElement: c.toElement)
+                }
+                dropAdded()
+                throw reader.error([.key("connections"), .index(index)], "refused: \(error)")
+            }
+        }
+        // 3. Units that leave (removed, or replaced by a new shape).
+        for id in leaving {
+            if let entry = units[id] { try? graph.removeNode(entry.node) }
+        }
+        // 4. One update: all of it or none.
+        if graph.isInitialized || spec != nil {
+            do {
+                try graph.update()
+            } catch {
+                // update() discarded the queued edits; take the detached new units out again.
+                dropAdded()
+                throw reader.error([.key("connections")], "the graph cannot run this way: \(error) (formats: a mixer's format.channels must match what it feeds; io has \(new.channels))")
+            }
+        }
+        for id in leaving { units[id] = nil }
+        for (id, entry) in added { units[id] = entry }
+
+        // 5. Parameters of units that stayed: set directly, the render thread picks them up.
+        for (id, node) in kept {
+            guard let old = oldNodes[id], let unit = units[id]?.unit else { continue }
+            changes.parameters += setParameters(of: unit, node, previous: old)
+        }
+        spec = new
+        return changes
+    }
+
+    private func makeUnit(_ node: NodeSpec, channels: Int) throws(AudioUnitError) -> AudioUnit {
+        let unit: AudioUnit
+        switch node.type {
+        case .lowpass: unit = LowPassFilterUnit()
+        case .mutegate: unit = MuteGateUnit()
+        case .mixer:
+            let mixer = MultichannelMixerUnit(inputs: node.inputs)
+            let rate = sampleRate > 0 ? sampleRate : 48_000
+            try mixer.setStreamFormat(try .float32(sampleRate: rate, channels: UInt32(node.channels ?? channels)), scope: .output, element: 0)
+            unit = mixer
+        }
+        _ = setParameters(of: unit, node, previous: nil)
+        return unit
+    }
+
+    /// Sets the parameters that differ from `previous` (all of them when nil); returns how many.
+    private func setParameters(of unit: AudioUnit, _ node: NodeSpec, previous: NodeSpec?) -> Int {
+        var count = 0
+        for (name, value) in node.parameters where previous?.parameters[name] != value {
+            guard let info = node.type.parameters[name] else { continue }
+            if (try? unit.setParameter(info.id, value, scope: info.scope, element: 0)) != nil { count += 1 }
+        }
+        // A parameter taken out of the file goes back to its default.
+        for (name, _) in previous?.parameters ?? [:] where node.parameters[name] == nil {
+            guard let info = node.type.parameters[name], let def = try? unit.parameterInfo(info.id, scope: info.scope).defaultValue else { continue }
+            if (try? unit.setParameter(info.id, def, scope: info.scope, element: 0)) != nil { count += 1 }
+        }
+        for element in 0..<node.inputs {
+            let now = element < node.inputParameters.count ? node.inputParameters[element] : [:]
+            let before = previous.map { element < $0.inputParameters.count ? $0.inputParameters[element] : [:] }
+            for (name, info) in NodeType.mixerInputParameters {
+                let value = now[name] ?? (try? unit.parameterInfo(info.id, scope: .input).defaultValue) ?? 0
+                let old = before.map { $0[name] ?? ((try? unit.parameterInfo(info.id, scope: .input).defaultValue) ?? 0) }
+                if old == value || (old == nil && now[name] == nil) { continue }
+                if (try? unit.setParameter(info.id, value, scope: .input, element: AudioUnitElement(element))) != nil { count += 1 }
+            }
+        }
+        return count
+    }
+}
