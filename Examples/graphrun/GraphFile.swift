@@ -271,7 +271,8 @@ struct GraphFileReader {
         // A cycle (not through the IO unit, whose input side is a source and output side a sink).
         var edges: [String: [String]] = [:]
         for c in connections where c.from != "io" && c.to != "io" { edges[c.from, default: []].append(c.to) }
-        for (index, c) in connections.enumerated() where c.from != "io" && c.to != "io" {
+        // The last connection on a cycle is the one reported: the earlier ones were fine alone.
+        for (index, c) in connections.enumerated().reversed() where c.from != "io" && c.to != "io" {
             var stack = [c.to], seen: Set<String> = []
             while let n = stack.popLast() {
                 if n == c.from { throw error([.key("connections"), .index(index)], "\(c.from) → \(c.to) closes a cycle; a graph may not feed a unit its own output") }
