@@ -125,7 +125,7 @@ final class LiveGraph {
             } catch {
                 // update() discarded the queued edits; take the detached new units out again.
                 dropAdded()
-                throw reader.error([.key("connections")], "the graph cannot run this way: \(error) (formats: a mixer's format.channels must match what it feeds; io has \(new.channels))")
+                throw reader.error([.key("connections")], "the graph cannot run this way: \(error)")
             }
         }
         for id in leaving { units[id] = nil }
