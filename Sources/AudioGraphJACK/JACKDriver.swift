@@ -96,12 +96,12 @@ func audiographJACKProcess(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPoin
     return 0
 }
 
-/// A JACK client whose process callback pulls an ``AudioGraph``: the graph's device.
+/// A JACK client whose process callback pulls an `AudioGraph`: the graph's device.
 ///
 /// It registers one input port per device input channel (`in_1…in_N`, fed to IO element 1) and
 /// one output port per device output channel (`out_1…out_N`, fed from IO element 0). The ports
 /// are ordinary JACK ports: route them with `jack_connect`, qjackctl or Carla, or with
-/// ``connectPhysicalPorts()`` and ``connect(_:to:)``.
+/// ``connectPhysicalPorts()`` and ``connect(_:to:timeout:)``.
 ///
 /// Order (as in jack2's example clients): ``init(graph:options:)`` opens the client, sets the
 /// callbacks and registers the ports; ``start()`` initializes and starts the graph and
@@ -147,9 +147,9 @@ public final class JACKDriver: @unchecked Sendable {
     private var prettyNamedPorts: [jack_uuid_t] = []
 
     /// Opens a JACK client for `graph`, sets its callbacks, registers its ports and configures the
-    /// graph's ``IOUnit`` to the server's sample rate and the port counts. Does not activate.
+    /// graph's `IOUnit` to the server's sample rate and the port counts. Does not activate.
     /// - Parameters:
-    ///   - graph: an uninitialized graph with one ``IOUnit`` node.
+    ///   - graph: an uninitialized graph with one `IOUnit` node.
     ///   - options: name, server and channel counts.
     /// - Throws: ``JACKDriverError/serverNotRunning(server:)``, ``JACKDriverError/invalidClientName(_:reason:)``,
     ///   ``JACKDriverError/clientOpenFailed(status:)``, ``JACKDriverError/invalidChannelCount(_:)``,

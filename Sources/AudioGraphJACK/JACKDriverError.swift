@@ -19,7 +19,7 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     case connectionFailed(source: String, destination: String, code: Int32)
     /// The channel count is outside 1…64.
     case invalidChannelCount(Int)
-    /// The graph refused: an ``AudioGraph/AudioUnitError`` code (for example no IO node).
+    /// The graph refused: an `AudioUnitError` code (for example no IO node).
     case graph(AudioUnitErrorCode)
     /// The server shut down or dropped this client.
     case serverShutDown(reason: String)

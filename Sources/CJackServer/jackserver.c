@@ -19,8 +19,16 @@ typedef const char *(*ag_driver_name_t)(jackctl_driver_t *);
 typedef const char *(*ag_parameter_name_t)(jackctl_parameter_t *);
 typedef bool (*ag_set_value_t)(jackctl_parameter_t *, const union jackctl_parameter_value *);
 
-static void audiograph_jackserver_silent(const char *message) { (void)message; }
-static void audiograph_jackserver_print(const char *message) { fprintf(stderr, "jack: %s\n", message); }
+// The server's last error message, for the reason of a failed open/start (jack2 reports the
+// cause, e.g. "too many servers already active", only through its error function).
+static char audiograph_jackserver_last_error[256];
+static void audiograph_jackserver_silent(const char *message) {
+    snprintf(audiograph_jackserver_last_error, sizeof audiograph_jackserver_last_error, "%s", message);
+}
+static void audiograph_jackserver_print(const char *message) {
+    audiograph_jackserver_silent(message);
+    fprintf(stderr, "jack: %s\n", message);
+}
 
 static jackctl_parameter_t *audiograph_jackserver_find(const JSList *list, const char *name,
                                                               const char *(*get_name)(jackctl_parameter_t *)) {
@@ -67,6 +75,7 @@ bool audiograph_jackserver_start(audiograph_jackserver *handle, const char *name
     void (*printer)(const char *) = (verbose != NULL && strcmp(verbose, "1") == 0) ? audiograph_jackserver_print : audiograph_jackserver_silent;
     if (set_error != NULL) set_error(printer);
     if (set_info != NULL) set_info(printer);
+    audiograph_jackserver_last_error[0] = 0;
     jackctl_server_t *server = create2(NULL, NULL, NULL);
     if (server == NULL) { snprintf(error, error_size, "jackctl_server_create2 failed"); dlclose(library); return false; }
     union jackctl_parameter_value value;
@@ -97,11 +106,13 @@ bool audiograph_jackserver_start(audiograph_jackserver *handle, const char *name
         memset(&value, 0, sizeof value); value.ui = period; set_value(p, &value);
     }
     if (!open_server(server, chosen)) {
-        snprintf(error, error_size, "the JACK server '%s' could not open driver '%s' (a server of that name may already run, or the device is busy)", name, driver);
+        snprintf(error, error_size, "the JACK server '%s' could not open driver '%s': %s", name, driver,
+                 audiograph_jackserver_last_error[0] ? audiograph_jackserver_last_error : "no reason given (a server of that name may run, or the device is busy)");
         destroy(server); dlclose(library); return false;
     }
     if (!start(server)) {
-        snprintf(error, error_size, "the JACK server '%s' could not start", name);
+        snprintf(error, error_size, "the JACK server '%s' could not start: %s", name,
+                 audiograph_jackserver_last_error[0] ? audiograph_jackserver_last_error : "no reason given");
         close_server(server); destroy(server); dlclose(library); return false;
     }
     handle->library = library;

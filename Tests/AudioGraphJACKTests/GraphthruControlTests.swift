@@ -150,9 +150,10 @@ extension JACKIntegration {
             let own = "audiograph-issue6-inproc-\(getpid())"
             let name = "gt-inproc"
             let tool = try GraphthruProcess(["--name", name, "--start-server", "--server", own, "--no-autoconnect"], server: server)
-            #expect(tool.waitFor("mute: off"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            // Nothing below can run without the server: stop here if it did not start.
+            try #require(tool.waitFor("mute: off"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
             #expect(tool.stdout.contains("started in-process, driver dummy"))
-            #expect(TestServer.waitForServer(own, seconds: 5), "the in-process server answers other processes")
+            try #require(TestServer.waitForServer(own, seconds: 5), "the in-process server answers other processes")
             do {
                 let speech = Speech.load().samples
                 let probe = ProbeClient(server: own, name: "probe-inproc", play: speech, captureFrames: speech.count + 8192)
