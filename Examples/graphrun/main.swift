@@ -180,6 +180,17 @@ loop: while quitSignal.load(ordering: .relaxed) == 0 {
         exitStatus = 1
         break
     }
+    if driver.sampleRateChanged {
+        do {
+            try driver.followSampleRate()
+            live.sampleRate = Double(driver.sampleRate)
+            say("graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")
+        } catch {
+            complain("could not follow the server's new sample rate (\(driver.sampleRate) Hz): \(error)")
+            exitStatus = 1
+            break
+        }
+    }
     var fds = [pollfd(fd: driver.shutdownFileDescriptor, events: Int16(POLLIN), revents: 0),
                pollfd(fd: signalPipe.read, events: Int16(POLLIN), revents: 0),
                pollfd(fd: stdinOpen ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0)]

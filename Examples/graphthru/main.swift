@@ -577,6 +577,17 @@ while running {
         exitStatus = 1
         break
     }
+    // A server rate change (the callback only records it): the graph follows from here.
+    if driver.sampleRateChanged {
+        do {
+            try driver.followSampleRate()
+            report("sample rate: \(driver.sampleRate) Hz")
+        } catch {
+            complain("could not follow the server's new sample rate (\(driver.sampleRate) Hz): \(error)")
+            exitStatus = 1
+            break
+        }
+    }
     // xruns as they happen: a line each time the count grows (plain lines), or the redraw.
     let xruns = driver.xrunCount
     if xruns != xrunsShown {
@@ -585,7 +596,7 @@ while running {
     }
     if display == .terminal { redraw() }
     // Sleep until input, a server shutdown (its pipe), a signal (its pipe) or the next redraw
-    // (10 per second in a terminal, an xrun check each second otherwise).
+    // (10 per second in a terminal; otherwise an xrun and sample-rate check each second).
     if interactive { enterKeyModeIfForeground() }
     let readInput = stdinOpen && (!interactive || keyMode)
     var fds = [pollfd(fd: driver.shutdownFileDescriptor, events: Int16(POLLIN), revents: 0),
@@ -595,7 +606,7 @@ while running {
     switch display {
     case .terminal: timeout = 100
     case .lines: timeout = interactive && !keyMode && stdinOpen ? 250 : 1000
-    case .quiet: timeout = driver.shutdownFileDescriptor < 0 || signalPipe.read < 0 ? 50 : (interactive && !keyMode && stdinOpen ? 250 : -1)
+    case .quiet: timeout = driver.shutdownFileDescriptor < 0 || signalPipe.read < 0 ? 50 : (interactive && !keyMode && stdinOpen ? 250 : 1000)
     }
     let ready = poll(&fds, 3, timeout)
     if ready <= 0 || fds[2].revents == 0 { continue }
