@@ -324,17 +324,23 @@ enum Display { case terminal, lines, quiet }
 let display: Display = options.quiet ? .quiet : (isatty(STDOUT_FILENO) == 1 ? .terminal : .lines)
 var drawnLines = 0
 
-/// One channel's level: average (RMS) and peak power, dBFS.
+/// One channel's level: average (RMS) and peak power, dBFS (−160 for silence).
 struct MeterReading { var average: Float; var peak: Float }
 
-// LEVELMETER (issue 5) — not in this build yet. When `LevelMeter` (lock-free, per channel
-// `averagePower(channel:)` / `peakPower(channel:)` in dBFS) lands on main, attach one to the IO
-// input side and one to the mixer output, and return their readings here; the status area and
-// the `status` line already show whatever this returns (bars from −60 to 0 dBFS).
-func meterReadings() -> (inputs: [MeterReading], outputs: [MeterReading])? { nil }
+// Level meters (the library's LevelMeter: RMS with τ = 0.3 s and a held peak, lock-free reads)
+// on the IO unit's two sides: element 1 as the graph receives the input, element 0 as it sends
+// the output. Installed once the graph runs; nil if installing failed (then no meters shown).
+nonisolated(unsafe) var meters: (input: LevelMeter, output: LevelMeter)?
+@MainActor func meterReadings() -> (inputs: [MeterReading], outputs: [MeterReading])? {
+    guard let meters else { return nil }
+    func read(_ meter: LevelMeter) -> [MeterReading] {
+        (0..<options.channels).map { MeterReading(average: meter.averagePower(channel: $0), peak: meter.peakPower(channel: $0)) }
+    }
+    return (read(meters.input), read(meters.output))
+}
 
 func dB(_ value: Float) -> String {
-    value.isFinite ? String(format1: value) + " dB" : "-inf dB"
+    value.isFinite && value > LevelMeter.silence ? String(format1: value) + " dB" : "-inf dB"
 }
 extension String {
     /// One decimal, without Foundation: -3.0, 12.0, 0.0.
@@ -365,7 +371,7 @@ var lowpassText: String { filterNode == nil ? "off" : "on (\(Int(cutoff.rounded(
         for (c, reading) in meters.inputs.enumerated() { lines.append("in  \(c + 1) " + meterBar(reading)) }
         for (c, reading) in meters.outputs.enumerated() { lines.append("out \(c + 1) " + meterBar(reading)) }
     } else {
-        lines.append("meters: not in this build (LevelMeter, issue 5)")
+        lines.append("meters: unavailable")
     }
     lines.append("keys: m mute · l low-pass · +/- volume · ? help · q quit")
     return lines
@@ -374,8 +380,8 @@ var lowpassText: String { filterNode == nil ? "off" : "on (\(Int(cutoff.rounded(
 @MainActor func statusLine() -> String {
     var text = "status: mute \(muteText), volume \(dB(volumeDB)), low-pass \(lowpassText), xruns \(driver.xrunCount), DSP load \(String(format1: driver.cpuLoad))%, server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize), \(options.channels) ch"
     if let meters = meterReadings() {
-        text += ", in " + meters.inputs.map { dB($0.average) }.joined(separator: " ")
-        text += ", out " + meters.outputs.map { dB($0.average) }.joined(separator: " ")
+        text += ", input " + meters.inputs.map { dB($0.average) }.joined(separator: " ")
+        text += ", output " + meters.outputs.map { dB($0.average) }.joined(separator: " ")
     } else {
         text += ", meters n/a"
     }
@@ -526,6 +532,13 @@ extension String {
 if display != .quiet {
     say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)'\(ownServer != nil ? " (started in-process, driver \(ownServer!.driver))" : ""), \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
     say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
+}
+
+do {
+    meters = (try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement),
+              try graph.installLevelMeter(on: ioNode, element: IOUnit.outputElement))
+} catch {
+    complain("level meters unavailable: \(error)")
 }
 
 // --record: what IO element 0 sends to the outputs, written by the recorder's own thread.

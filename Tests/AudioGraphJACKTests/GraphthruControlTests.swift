@@ -86,6 +86,32 @@ extension JACKIntegration {
             #expect(tool.waitForExit() == 0)
         }
 
+        @Test func metersReadTheLevelsGoingInAndOut() throws {
+            let name = "gt-meters-\(getpid())"
+            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            // A constant 0.5 on in_1 for 4 s: 20·log10(0.5) = −6.02 dBFS, average and peak alike,
+            // once the 0.3 s average has settled (99 % after 1.4 s). in_2 stays silent.
+            let level = [Float](repeating: 0.5, count: 4 * 48_000)
+            let probe = ProbeClient(server: server, name: "probe-meters", play: level, captureFrames: level.count)
+            probe.connect(probe.outPort, "\(name):in_1")
+            probe.state.position.store(0, ordering: .relaxed)
+            probe.state.armed.store(true, ordering: .releasing)
+            usleep(2_500_000)
+            tool.send("status")
+            #expect(tool.waitFor("input -6.0 dB -inf dB, output -6.0 dB -inf dB"), "\(tool.stdout)")
+            tool.send("mute")
+            usleep(1_000_000)
+            tool.send("status")
+            #expect(tool.waitFor("status: ", count: 2))
+            let last = tool.stdout.split(separator: "\n").last { $0.hasPrefix("status: ") }.map(String.init) ?? ""
+            #expect(last.contains("input -6.0 dB -inf dB, output ") && !last.contains("output -6.0 dB"),
+                    "muted: the input meter still reads, the output falls: \(last)")
+            probe.state.armed.store(false, ordering: .releasing)
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+        }
+
         @Test func quietPrintsOnlyWhatIsAskedFor() throws {
             let tool = try GraphthruProcess(["--name", "gt-quiet-\(getpid())", "--no-autoconnect", "--quiet"], server: server)
             tool.send("mute")
@@ -184,7 +210,8 @@ extension JACKIntegration {
                 usleep(300_000)
             }
             #expect(tool.waitFor("mute on · volume -3.0 dB · low-pass on (1000 Hz) · xruns 0"), "output: \(tool.output)")
-            #expect(tool.output.contains("\u{1B}[4A"), "redrawn in place (cursor up over the 4 status lines)")
+            #expect(tool.output.contains("\u{1B}[7A"), "redrawn in place (cursor up over the 7 status lines: 2 + a meter per channel and side + keys)")
+            #expect(tool.output.contains("in  1 ▕") && tool.output.contains("out 2 ▕"), "meter bars per channel")
             #expect(tool.output.contains("JACK server '\(server)' · 48000 Hz · period 256"))
             tool.type("?")
             #expect(tool.waitFor("graphthru: keys: m mute/unmute"))
