@@ -410,8 +410,8 @@ public final class JACKDriver: @unchecked Sendable {
     }
 
     /// Asks JACK to recompute its latencies, so the ports report the graph's current
-    /// conversion latency (``AudioGraph/renderLatency``). JACK does this by itself whenever
-    /// connections change; call it after an ``AudioGraph/update()`` that added or removed a
+    /// conversion latency (`AudioGraph.renderLatency`). JACK does this by itself whenever
+    /// connections change; call it after an `AudioGraph.update()` that added or removed a
     /// resampling conversion. No-op when the client is not active.
     /// - Thread: control thread (never from a JACK callback).
     public func recomputeLatency() {
