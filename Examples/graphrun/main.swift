@@ -23,7 +23,9 @@ options:
   --check             check FILE and exit (0 when valid, 2 with the error otherwise); no JACK
   --help              show this help
 
-control (standard input, one per line): reload | quit      (end of input keeps running)
+control (standard input, one per line): reload | dump | quit      (end of input keeps running)
+  dump prints the running graph (nodes, formats, connections, conversions), like CAShow; a
+  version of the file that cannot be applied is reported with the graph that keeps running.
 SIGINT / SIGTERM / SIGHUP quit cleanly with status 0.
 
 exit status: 0 after quit or a signal, or a valid --check; 1 when JACK fails; 2 for bad options
@@ -164,9 +166,10 @@ var lastText = first.text
     do {
         let spec = try reader.read()
         let changes = try live.apply(spec, reader: reader)
+        driver.recomputeLatency()  // a reshaped node may add or remove a resampling conversion
         say("graphrun: reloaded \(filePath): \(changes.description)")
     } catch {
-        complain("\(error); still running the previous version")
+        complain("\(error); still running the previous version:\n" + live.graph.description)
     }
 }
 
@@ -211,8 +214,9 @@ loop: while quitSignal.load(ordering: .relaxed) == 0 {
         switch command {
         case "": break
         case "reload": reload(force: true)
+        case "dump": say(live.graph.description)
         case "quit", "q", "exit": break loop
-        default: complain("unknown command '\(command)' (reload, quit)")
+        default: complain("unknown command '\(command)' (reload, dump, quit)")
         }
     }
 }

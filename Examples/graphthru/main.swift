@@ -34,7 +34,9 @@ options:
   --muted             start muted
   --lowpass HZ        start with a low-pass filter at HZ (10…sampleRate/2; `l` toggles it;
                       without this option `l` inserts one at 1000 Hz)
-  --quiet             print nothing on stdout except answers to `status` and `help`
+  --quiet             print nothing on stdout except answers to `status`, `dump` and `help`
+  --dump              print the graph (nodes, formats, connections, conversions, state) once
+                      it runs, like CAShow; the `dump` command prints it again
   --record FILE       record what goes to the outputs to FILE (.wav or .flac)
   --record-format F   int16, int24 or float32 (default: float32 for WAV, int24 for FLAC)
   --help              show this help
@@ -42,7 +44,7 @@ options:
 control:
   terminal keys:      m mute · l low-pass · + / - output volume ±3 dB · ? help · q quit
   otherwise (lines):  mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | -
-                      | status | help | quit      (end of input keeps running)
+                      | status | dump | help | quit      (end of input keeps running)
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
 output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, DSP load,
@@ -68,6 +70,7 @@ struct Options {
     var startServer: String?
     var record: String?
     var recordFormat: RecordingSettings.SampleFormat?
+    var dump = false
 }
 
 /// Writes straight to a file descriptor: unbuffered, so lines reach a pipe as they happen.
@@ -124,6 +127,7 @@ func parseOptions(_ args: [String]) -> Options {
         case "--output": o.outputs.append(value(arg))
         case "--muted": o.muted = true
         case "--quiet", "-q": o.quiet = true
+        case "--dump": o.dump = true
         case "--lowpass":
             let v = value(arg)
             guard let hz = Float(v), hz.isFinite, hz > 0 else { fail("--lowpass needs a frequency in Hz, not '\(v)'", status: 2) }
@@ -494,7 +498,7 @@ func outputInForeground() -> Bool { tcgetpgrp(STDOUT_FILENO) == getpgrp() }
 }
 
 let keyHelp = "keys: m mute/unmute · l low-pass on/off (\(Int(cutoff.rounded())) Hz) · + / - output volume ±3 dB · ? help · q quit"
-let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | - | status | help | quit"
+let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | - | status | dump | help | quit"
 
 /// Acts on one command line; returns false for quit.
 @MainActor func handleLine(_ text: String) -> Bool {
@@ -514,6 +518,7 @@ let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume 
     case ("volume", let db?) where Float(db).map({ $0.isFinite }) == true: setVolume(Float(db)!)
     case ("volume", nil): say("volume: \(dB(volumeDB))")
     case ("status", nil): say(statusLine())
+    case ("dump", nil): say(graph.description)
     case ("help", nil), ("?", nil): say(lineHelp)
     default: complain("unknown command '\(text.trimmingWhitespace())' (\(lineHelp))")
     }
@@ -528,6 +533,8 @@ extension String {
 }
 
 // MARK: - Start-up report
+
+if options.dump { say(graph.description) }
 
 if display != .quiet {
     say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)'\(ownServer != nil ? " (started in-process, driver \(ownServer!.driver))" : ""), \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")

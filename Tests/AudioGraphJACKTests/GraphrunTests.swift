@@ -66,6 +66,7 @@ extension JACKIntegration {
             try bad.write(toFile: path, atomically: false, encoding: .utf8)
             let badLine = 1 + (bad.components(separatedBy: "\n").firstIndex { $0.contains("\"cutoff\": 90000") } ?? -1)
             #expect(tool.waitForError("\(path):\(badLine): nodes[0].parameters.cutoff: 90000.0 Hz is above half the server's rate (24000 Hz); still running the previous version"), "stderr: \(tool.stderr)")
+            #expect(tool.waitForError("AudioGraph: "), "the report shows the graph that keeps running: \(tool.stderr)")
             #expect(tool.process.isRunning)
             // Back to the shipped chain: low-pass removed, volume 1 — bit-exact again.
             try chain.write(toFile: path, atomically: false, encoding: .utf8)

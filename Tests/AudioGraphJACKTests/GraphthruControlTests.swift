@@ -71,13 +71,17 @@ extension JACKIntegration {
         }
 
         @Test func helpStatusAndUnknownCommands() throws {
-            let tool = try GraphthruProcess(["--name", "gt-help-\(getpid())", "--no-autoconnect", "--muted"], server: server)
+            let tool = try GraphthruProcess(["--name", "gt-help-\(getpid())", "--no-autoconnect", "--muted", "--dump"], server: server)
+            #expect(tool.waitFor("in 0: 48000 Hz, 2 ch, Float32, non-interleaved ← node 1:1"), "--dump at start: \(tool.stdout)")
             #expect(tool.waitFor("mute: on"))
             tool.send("help")
             #expect(tool.waitFor("commands: mute | unmute"))
             tool.send("status")
             #expect(tool.waitFor("status: mute on, volume 0.0 dB, low-pass off, xruns "), "\(tool.stdout)")
             #expect(tool.stdout.contains("48000 Hz, period 256, 2 ch"), "\(tool.stdout)")
+            tool.send("dump")
+            #expect(tool.waitFor("AudioGraph: 3 node(s), initialized, running"), "\(tool.stdout)")
+            #expect(tool.waitFor("multichannelMixer"), "the dump lists the units: \(tool.stdout)")
             tool.send("frobnicate")
             tool.send("status")
             #expect(tool.waitFor("status: ", count: 2))
