@@ -12,7 +12,7 @@ extension JACKIntegration {
 
         @Test func volumeStepsScaleTheOutputExactlyAndZeroDecibelsIsBitExactAgain() throws {
             let name = "gt-volume-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect", "--channels", "1"], server: server)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect", "--channels", "1"], server: server)
             #expect(tool.waitFor("mute: off"), "startup: \(tool.stderr)")
             let speech = Speech.load().samples
             let probe = ProbeClient(server: server, name: "probe-vol", play: speech, captureFrames: speech.count + 8192)
@@ -46,7 +46,7 @@ extension JACKIntegration {
             let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 8000 * Double($0) / 48_000)) }
             let probe = ProbeClient(server: server, name: "probe-lpt", play: tone, captureFrames: tone.count + 8192)
             // Patterns, as jack_lsp takes them: each matches exactly the probe's one port.
-            let tool = try GraphthruProcess(["--name", name, "--channels", "1",
+            let tool = try ToolProcess(["--name", name, "--channels", "1",
                                              "--input", "probe-lpt:o.t", "--output", "probe-lp[t]:in"], server: server)
             #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
             #expect(exactDelay(of: tone, in: probe.run(), maxDelay: 8192) != nil, "without the filter the tone passes bit for bit")
@@ -71,7 +71,7 @@ extension JACKIntegration {
         }
 
         @Test func helpStatusAndUnknownCommands() throws {
-            let tool = try GraphthruProcess(["--name", "gt-help-\(getpid())", "--no-autoconnect", "--muted", "--dump"], server: server)
+            let tool = try ToolProcess(["--name", "gt-help-\(getpid())", "--no-autoconnect", "--muted", "--dump"], server: server)
             #expect(tool.waitFor("in 0: 48000 Hz, 2 ch, Float32, non-interleaved ← node 1:1"), "--dump at start: \(tool.stdout)")
             #expect(tool.waitFor("mute: on"))
             tool.send("help")
@@ -92,7 +92,7 @@ extension JACKIntegration {
 
         @Test func metersReadTheLevelsGoingInAndOut() throws {
             let name = "gt-meters-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect"], server: server)
             #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
             // A constant 0.5 on in_1 for 4 s: 20·log10(0.5) = −6.02 dBFS, average and peak alike,
             // once the 0.3 s average has settled (99 % after 1.4 s). in_2 stays silent.
@@ -117,7 +117,7 @@ extension JACKIntegration {
         }
 
         @Test func quietPrintsOnlyWhatIsAskedFor() throws {
-            let tool = try GraphthruProcess(["--name", "gt-quiet-\(getpid())", "--no-autoconnect", "--quiet"], server: server)
+            let tool = try ToolProcess(["--name", "gt-quiet-\(getpid())", "--no-autoconnect", "--quiet"], server: server)
             tool.send("mute")
             tool.send("-")
             tool.send("status")
@@ -130,7 +130,7 @@ extension JACKIntegration {
 
         @Test func portsCarryPrettyNamesReadBackThroughJACKMetadata() throws {
             let name = "gt-pretty-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect"], server: server)
             #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
             let probe = ProbeClient(server: server, name: "probe-pretty", play: [0], captureFrames: 1)
             func pretty(_ port: String) -> (String?, jack_uuid_t) {
@@ -154,7 +154,7 @@ extension JACKIntegration {
 
         @Test func patternsConnectEveryMatchInOrderAndBadPatternsAreRefused() throws {
             let name = "gt-pattern-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name, "--input", "system:capture_.*", "--output", "system:playback_.*"], server: server)
+            let tool = try ToolProcess(["--name", name, "--input", "system:capture_.*", "--output", "system:playback_.*"], server: server)
             #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
             let listing = try run("/usr/bin/jack_lsp", ["-c"], server: server)
             func connections(of port: String) -> [String] {
@@ -168,10 +168,10 @@ extension JACKIntegration {
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
 
-            let bad = try GraphthruProcess(["--name", "\(name)-bad", "--input", "system:capture_[", "--output", "system:playback_1"], server: server)
+            let bad = try ToolProcess(["--name", "\(name)-bad", "--input", "system:capture_[", "--output", "system:playback_1"], server: server)
             #expect(bad.waitForExit() == 1)
             #expect(bad.stderr.contains("neither a JACK port name nor a valid regular expression"), "stderr: \(bad.stderr)")
-            let none = try GraphthruProcess(["--name", "\(name)-none", "--input", "nobody:.*"], server: server)
+            let none = try ToolProcess(["--name", "\(name)-none", "--input", "nobody:.*"], server: server)
             #expect(none.waitForExit() == 1)
             #expect(none.stderr.contains("no JACK port named 'nobody:.*'"), "stderr: \(none.stderr)")
         }
@@ -179,7 +179,7 @@ extension JACKIntegration {
         @Test func startServerRunsAnInProcessServerAndStopsItOnExit() throws {
             let own = "audiograph-issue6-inproc-\(getpid())"
             let name = "gt-inproc"
-            let tool = try GraphthruProcess(["--name", name, "--start-server", "--server", own, "--no-autoconnect"], server: server)
+            let tool = try ToolProcess(["--name", name, "--start-server", "--server", own, "--no-autoconnect"], server: server)
             // Nothing below can run without the server: stop here if it did not start.
             try #require(tool.waitFor("mute: off"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
             #expect(tool.stdout.contains("started in-process, driver dummy"))
@@ -198,7 +198,7 @@ extension JACKIntegration {
             #expect(!TestServer.waitForServer(own, seconds: 0.3), "the server is gone after exit")
 
             // A server name already in use is refused, and the running server is left alone.
-            let clash = try GraphthruProcess(["--name", "gt-clash", "--start-server", "--server", server], server: server)
+            let clash = try ToolProcess(["--name", "gt-clash", "--start-server", "--server", server], server: server)
             #expect(clash.waitForExit() == 1)
             #expect(clash.stderr.contains("already running"), "stderr: \(clash.stderr)")
             #expect(TestServer.waitForServer(server, seconds: 2))
@@ -207,7 +207,7 @@ extension JACKIntegration {
         @Test func terminalShowsAStatusAreaRedrawnInPlaceAndTakesKeys() throws {
             // A pseudo-terminal from util-linux `script`, so stdin and stdout are terminals.
             let name = "gt-tty-\(getpid())"
-            let tool = try TerminalProcess([GraphthruProcess.binary.path, "--name", name, "--no-autoconnect"], server: server)
+            let tool = try TerminalProcess([ToolProcess.binary.path, "--name", name, "--no-autoconnect"], server: server)
             #expect(tool.waitFor("keys: m mute"), "output: \(tool.output)")
             for key in ["m", "-", "l"] {
                 tool.type(key)

@@ -9,7 +9,7 @@ extension JACKIntegration {
 
         @Test func speechIsBitExactThenMuteIsSilentThenQuitExitsZero() throws {
             let name = "gt-test-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect"], server: server)
             #expect(tool.waitFor("mute: off"), "startup: \(tool.stdout) \(tool.stderr)")
             let speech = Speech.load().samples
             let probe = ProbeClient(server: server, name: "probe-gt", play: speech, captureFrames: speech.count + 8192)
@@ -37,7 +37,7 @@ extension JACKIntegration {
 
         @Test func muteDoesNotClick() throws {
             let name = "gt-click-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect"], server: server)
             #expect(tool.waitFor("mute: off"))
             // A constant full-scale signal: the output while muting is the gain curve.
             let dc = [Float](repeating: 1, count: 48_000)
@@ -69,7 +69,7 @@ extension JACKIntegration {
 
         @Test func signalsQuitCleanlyAndEndOfInputDoesNot() throws {
             for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT] {
-                let tool = try GraphthruProcess(["--name", "gt-sig-\(signal)", "--no-autoconnect", "--muted"], server: server)
+                let tool = try ToolProcess(["--name", "gt-sig-\(signal)", "--no-autoconnect", "--muted"], server: server)
                 #expect(tool.waitFor("mute: on"))
                 try tool.stdin.fileHandleForWriting.close()  // end of input is not a quit
                 usleep(300_000)
@@ -81,7 +81,7 @@ extension JACKIntegration {
         }
 
         @Test func noServerIsOneLineAndNonZero() throws {
-            let tool = try GraphthruProcess(["--name", "gt-none"], server: "no-such-server-\(getpid())")
+            let tool = try ToolProcess(["--name", "gt-none"], server: "no-such-server-\(getpid())")
             let status = tool.waitForExit()
             #expect(status != nil && status != 0)
             let lines = tool.stderr.split(separator: "\n")
@@ -90,27 +90,27 @@ extension JACKIntegration {
 
         @Test(arguments: [["--channels", "0"], ["--channels", "x"], ["--lowpass", "-5"], ["--bogus"], ["--name"], ["--server", ""]])
         func badOptionsAreRefusedWithStatus2(_ arguments: [String]) throws {
-            let tool = try GraphthruProcess(arguments, server: server)
+            let tool = try ToolProcess(arguments, server: server)
             #expect(tool.waitForExit() == 2)
             #expect(!tool.stderr.isEmpty)
         }
 
         @Test func lowpassOutsideTheRangeIsRefused() throws {
-            let tool = try GraphthruProcess(["--name", "gt-lp", "--lowpass", "30000"], server: server)
+            let tool = try ToolProcess(["--name", "gt-lp", "--lowpass", "30000"], server: server)
             #expect(tool.waitForExit() == 2)
             #expect(tool.stderr.contains("outside 10…24000"), "stderr: \(tool.stderr)")
         }
 
         @Test(arguments: [String(repeating: "n", count: 64), "", "a:b"])
         func namesJACKCannotTakeAreRefusedWithStatus2(_ name: String) throws {
-            let tool = try GraphthruProcess(["--name", name], server: server)
+            let tool = try ToolProcess(["--name", name], server: server)
             #expect(tool.waitForExit() == 2)
             #expect(tool.stderr.split(separator: "\n").count == 1 && tool.stderr.contains("--name"), "stderr: \(tool.stderr)")
         }
 
         @Test func theLongestNameJACKTakesWorks() throws {
             let name = String(repeating: "g", count: 63)
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: server)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect"], server: server)
             #expect(tool.waitFor("mute: off"), "stderr: \(tool.stderr)")
             #expect(tool.stdout.contains("client '\(name)'"))
             tool.send("quit")
@@ -120,7 +120,7 @@ extension JACKIntegration {
         @Test func followsTheServerSampleRate() throws {
             let own = try PrivateServer(name: "audiograph-44k-\(getpid())", sampleRate: 44_100)
             defer { own.stop() }
-            let tool = try GraphthruProcess(["--name", "gt-44k", "--no-autoconnect"], server: own.name)
+            let tool = try ToolProcess(["--name", "gt-44k", "--no-autoconnect"], server: own.name)
             #expect(tool.waitFor("mute: off"), "stderr: \(tool.stderr)")
             #expect(tool.stdout.contains("44100 Hz"))
             let speech = Speech.load().samples
@@ -138,7 +138,7 @@ extension JACKIntegration {
             // Connect by --input/--output: the probe must exist first.
             let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 8000 * Double($0) / 48_000)) }
             let probe = ProbeClient(server: server, name: probeName, play: tone, captureFrames: 48_000)
-            let tool = try GraphthruProcess(["--name", name, "--lowpass", "500", "--channels", "1",
+            let tool = try ToolProcess(["--name", name, "--lowpass", "500", "--channels", "1",
                                              "--input", "\(probe.name):out", "--output", "\(probe.name):in"], server: server)
             #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
             #expect(tool.stdout.contains("low-pass 500"))
@@ -155,7 +155,7 @@ extension JACKIntegration {
         @Test func portNamesAreMatchedLiterallyAndLatePortsAreWaitedFor() throws {
             let name = "gt-literal-\(getpid())"
             // graphthru starts first; the ports it is told to use appear 0.5 s later.
-            let tool = try GraphthruProcess(["--name", name, "--channels", "1",
+            let tool = try ToolProcess(["--name", name, "--channels", "1",
                                              "--input", "probe-lit:cap (L) [1].+", "--output", "probe-lit:play (R) [2].*"], server: server)
             usleep(500_000)
             let speech = Speech.load().samples
@@ -170,7 +170,7 @@ extension JACKIntegration {
 
         @Test func portLatencyFollowsTheConnectedPath() throws {
             let name = "gt-latency-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name], server: server)  // autoconnects to system ports
+            let tool = try ToolProcess(["--name", name], server: server)  // autoconnects to system ports
             #expect(tool.waitFor("mute: off"))
             let listing = try run("/usr/bin/jack_lsp", ["-l"], server: server)
             func latency(_ port: String, _ kind: String) -> String? {
@@ -191,7 +191,7 @@ extension JACKIntegration {
             let name = "gt-freewheel-\(getpid())"
             let own = try PrivateServer(name: "audiograph-fw-\(getpid())")
             defer { own.stop() }
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect"], server: own.name)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect"], server: own.name)
             #expect(tool.waitFor("mute: off"))
             _ = try run("/usr/bin/jack_freewheel", ["yes"], server: own.name)
             usleep(300_000)
@@ -209,7 +209,7 @@ extension JACKIntegration {
 
         @Test func serverDeathMakesItExitNonZeroWithAMessage() throws {
             let doomed = try PrivateServer(name: "audiograph-doomed-\(getpid())")
-            let tool = try GraphthruProcess(["--name", "gt-doomed"], server: doomed.name)
+            let tool = try ToolProcess(["--name", "gt-doomed"], server: doomed.name)
             #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
             // SIGTERM: jackd shuts down as when an administrator stops it. (A SIGKILLed jackd leaves
             // its slot in jack2's 8-entry server registry behind, which would starve later runs.)

@@ -244,9 +244,10 @@ func run(_ executable: String, _ arguments: [String], server: String) throws -> 
     return String(decoding: data, as: UTF8.self)
 }
 
-/// graphthru as a child process, with its stdin as a pipe and its stdout and stderr in files
-/// (complete the moment it exits, unlike a pipe drained by another thread).
-final class GraphthruProcess: @unchecked Sendable {
+/// One of the package's executables (graphthru, graphrun, …) as a child process, with its stdin
+/// as a pipe and its stdout and stderr in files (complete the moment it exits, unlike a pipe
+/// drained by another thread).
+final class ToolProcess: @unchecked Sendable {
     let process = Process()
     let stdin = Pipe()
     private let outputURL: URL
@@ -264,15 +265,25 @@ final class GraphthruProcess: @unchecked Sendable {
         preconditionFailure("graphthru not built; run `swift build` first or set GRAPHTHRU")
     }
 
-    init(_ arguments: [String], server: String) throws {
-        process.executableURL = GraphthruProcess.binary
+    /// The package's executable `name`, beside graphthru in the build folder.
+    static func binary(_ name: String) -> URL {
+        binary.deletingLastPathComponent().appendingPathComponent(name)
+    }
+
+    /// graphthru with `arguments`.
+    convenience init(_ arguments: [String], server: String) throws {
+        try self.init("graphthru", arguments, server: server)
+    }
+
+    init(_ executable: String, _ arguments: [String], server: String) throws {
+        process.executableURL = ToolProcess.binary(executable)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["JACK_DEFAULT_SERVER"] = server
         environment["JACK_NO_START_SERVER"] = "1"
         process.environment = environment
         process.standardInput = stdin
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("graphthru-test-\(UUID().uuidString)")
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("\(executable)-test-\(UUID().uuidString)")
         outputURL = base.appendingPathExtension("out")
         errorURL = base.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
@@ -287,10 +298,19 @@ final class GraphthruProcess: @unchecked Sendable {
 
     /// Waits until stdout contains `text` `count` times; false on timeout or exit.
     func waitFor(_ text: String, count: Int = 1, timeout: Double = 10) -> Bool {
+        wait(text, count: count, in: { stdout }, timeout: timeout)
+    }
+
+    /// Waits until stderr contains `text`; false on timeout or exit.
+    func waitForError(_ text: String, timeout: Double = 10) -> Bool {
+        wait(text, count: 1, in: { stderr }, timeout: timeout)
+    }
+
+    private func wait(_ text: String, count: Int, in stream: () -> String, timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if stdout.components(separatedBy: text).count - 1 >= count { return true }
-            if !process.isRunning { return stdout.components(separatedBy: text).count - 1 >= count }
+            if stream().components(separatedBy: text).count - 1 >= count { return true }
+            if !process.isRunning { return stream().components(separatedBy: text).count - 1 >= count }
             usleep(10_000)
         }
         return false

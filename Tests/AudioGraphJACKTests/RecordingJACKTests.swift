@@ -23,7 +23,7 @@ final class RecordProcess: @unchecked Sendable {
     let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("graphrecord-\(UUID().uuidString).out")
 
     init(_ arguments: [String], server: String) throws {
-        var dir = GraphthruProcess.binary.deletingLastPathComponent()
+        var dir = ToolProcess.binary.deletingLastPathComponent()
         process.executableURL = dir.appendingPathComponent("graphrecord")
         dir = dir.appendingPathComponent("graphrecord")
         precondition(FileManager.default.isExecutableFile(atPath: dir.path), "graphrecord not built; run `swift build` first")
@@ -168,7 +168,7 @@ extension JACKIntegration {
             let path = "/tmp/ag-gt-rec5-\(getpid()).flac"
             defer { unlink(path) }
             let name = "gt-rec5-\(getpid())"
-            let tool = try GraphthruProcess(["--name", name, "--no-autoconnect", "--record", path, "--record-format", "int16"], server: server)
+            let tool = try ToolProcess(["--name", name, "--no-autoconnect", "--record", path, "--record-format", "int16"], server: server)
             #expect(tool.waitFor("mute: off"), "startup: \(tool.stdout) \(tool.stderr)")
             let probe = ProbeClient(server: server, name: "probe-gtrec5", play: speech, captureFrames: speech.count + 8192)
             probe.connect("\(probe.name):out", "\(name):in_1")
@@ -181,7 +181,7 @@ extension JACKIntegration {
             #expect(exactDelay(of: speech, in: file.channels[0], maxDelay: 1 << 20) != nil, "16-bit speech recorded bit for bit")
             #expect(tool.stdout.contains("graphthru: recorded \(file.info.frames) frames to \(path) (0 dropped)"), "\(tool.stdout)")
 
-            let bad = try GraphthruProcess(["--name", "\(name)-bad", "--no-autoconnect", "--record", "/nonexistent-dir/x.wav"], server: server)
+            let bad = try ToolProcess(["--name", "\(name)-bad", "--no-autoconnect", "--record", "/nonexistent-dir/x.wav"], server: server)
             #expect(bad.waitForExit() == 2)
             #expect(bad.stderr.contains("cannot create /nonexistent-dir/x.wav"), "\(bad.stderr)")
         }
