@@ -339,7 +339,11 @@ struct GraphFileReader {
                     throw error(at, "a \(type.rawValue) has no parameter '\(key)' (it has: \(type.parameters.keys.sorted().joined(separator: ", ")))")
                 }
                 let v = try number(dict[key], at, allowBool: type == .mutegate && key == "mute")
-                guard info.range.contains(v) else { throw error(at, "\(v) is outside \(info.range.lowerBound)…\(info.range.upperBound)") }
+                guard info.range.contains(v) else {
+                    // The cutoff's real top is half the server's rate, known only once running.
+                    if type == .lowpass && key == "cutoff" { throw error(at, "\(v) Hz is outside 10 Hz…half the server's sample rate") }
+                    throw error(at, "\(v) is outside \(info.range.lowerBound)…\(info.range.upperBound)")
+                }
                 parameters[key] = v
             }
         }

@@ -153,11 +153,18 @@ do {
 say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
 
 var stamp = first.stamp
+var fileMissing = false
 var lastText = first.text
 
 /// Reads the file again and applies what changed. Errors leave the running graph as it was.
 @MainActor func reload(force: Bool) {
-    guard let now = readFile() else { complain("cannot read '\(filePath)' now; still running the previous version"); return }
+    guard let now = readFile() else {
+        // Once per absence: editors that save by deleting and re-creating leave a gap.
+        if !fileMissing { complain("cannot read '\(filePath)' now; still running the previous version") }
+        fileMissing = true
+        return
+    }
+    fileMissing = false
     guard force || now.stamp != stamp else { return }
     stamp = now.stamp
     guard force || now.text != lastText else { return }

@@ -37,7 +37,9 @@ options:
   --quiet             print nothing on stdout except answers to `status`, `dump` and `help`
   --dump              print the graph (nodes, formats, connections, conversions, state) once
                       it runs, like CAShow; the `dump` command prints it again
-  --record FILE       record what goes to the outputs to FILE (.wav or .flac)
+  --record FILE       record what goes to the outputs to FILE (.wav or .flac); at exit it prints
+                      "recorded N frames to FILE (D dropped)", and a write that fails while
+                      running (disk full) is reported at once while monitoring goes on
   --record-format F   int16, int24 or float32 (default: float32 for WAV, int24 for FLAC)
   --help              show this help
 
@@ -141,6 +143,7 @@ func parseOptions(_ args: [String]) -> Options {
         }
         i += 1
     }
+    if o.recordFormat != nil && o.record == nil { fail("--record-format needs --record FILE", status: 2) }
     func channels(_ n: Int) -> String { n == 1 ? "1 channel" : "\(n) channels" }
     if o.inputs.count > o.channels { fail("\(o.inputs.count) --input ports but only \(channels(o.channels)) (raise --channels)", status: 2) }
     if o.outputs.count > o.channels { fail("\(o.outputs.count) --output ports but only \(channels(o.channels)) (raise --channels)", status: 2) }
@@ -434,6 +437,11 @@ func outputInForeground() -> Bool { tcgetpgrp(STDOUT_FILENO) == getpgrp() }
 
 @MainActor func setVolume(_ db: Float) {
     volumeDB = min(max(db, volumeRange.lowerBound), volumeRange.upperBound)
+    if volumeDB != db {
+        let asked = String(format1: db), set = String(format1: volumeDB)
+        let low = Int(volumeRange.lowerBound), high = Int(volumeRange.upperBound)
+        complain("volume \(asked) dB is outside \(low)…+\(high) dB; set to \(set) dB")
+    }
     let gain = Float(pow(10, Double(volumeDB) / 20))   // 0 dB is exactly 1: bit-exact again
     do {
         try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, gain, scope: .output, element: 0)
@@ -488,8 +496,8 @@ func outputInForeground() -> Bool { tcgetpgrp(STDOUT_FILENO) == getpgrp() }
 }
 
 @MainActor func setCutoff(_ hz: Float) {
-    guard hz >= 10, hz <= nyquist else {
-        complain("low-pass \(hz) Hz is outside 10…\(nyquist) Hz at the server's \(driver.sampleRate) Hz")
+    guard hz.isFinite, hz >= 10, hz <= nyquist else {
+        complain("lowpass takes on, off or a frequency of 10…\(nyquist) Hz at the server's \(driver.sampleRate) Hz, not \(hz)")
         return
     }
     cutoff = hz
@@ -513,10 +521,12 @@ let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume 
     case ("lowpass", "on"?): setLowpass(true)
     case ("lowpass", "off"?): setLowpass(false)
     case ("lowpass", let hz?) where Float(hz) != nil: setCutoff(Float(hz)!)
+    case ("lowpass", let bad?): complain("lowpass takes on, off or a frequency in Hz, not '\(bad)'")
     case ("+", nil), ("volume", "+"?), ("up", nil): setVolume(volumeDB + volumeStep)
     case ("-", nil), ("volume", "-"?), ("down", nil): setVolume(volumeDB - volumeStep)
     case ("volume", let db?) where Float(db).map({ $0.isFinite }) == true: setVolume(Float(db)!)
     case ("volume", nil): say("volume: \(dB(volumeDB))")
+    case ("volume", let bad?): complain("volume takes +, - or a level in dB, not '\(bad)'")
     case ("status", nil): say(statusLine())
     case ("dump", nil): say(graph.description)
     case ("help", nil), ("?", nil): say(lineHelp)
@@ -534,12 +544,11 @@ extension String {
 
 // MARK: - Start-up report
 
-if options.dump { say(graph.description) }
-
 if display != .quiet {
     say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)'\(ownServer != nil ? " (started in-process, driver \(ownServer!.driver))" : ""), \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(options.channels) channel(s)\(options.lowpass.map { ", low-pass \($0) Hz" } ?? "")")
     say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
 }
+if options.dump { say(graph.description) }
 
 do {
     meters = (try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement),
@@ -588,6 +597,7 @@ var exitStatus: Int32 = 0
 var running = true
 var buffer = [UInt8](repeating: 0, count: 256)
 var xrunsShown: UInt64 = 0
+var recordingFailureShown = false
 
 while running {
     if quitSignal.load(ordering: .relaxed) != 0 { break }
@@ -607,6 +617,12 @@ while running {
             exitStatus = 1
             break
         }
+    }
+    // A recording that fails while running (disk full) is said at once; audio keeps flowing
+    // and the frames not written are counted as dropped.
+    if let recorder, !recordingFailureShown, let failure = recorder.writeError {
+        recordingFailureShown = true
+        complain("\(failure); monitoring goes on, frames from here on are counted as dropped")
     }
     // xruns as they happen: a line each time the count grows (plain lines), or the redraw.
     let xruns = driver.xrunCount
@@ -661,7 +677,10 @@ while running {
 leaveKeyMode()
 redraw()
 if let recorder {
-    do throws(RecorderError) { try recorder.stop() } catch { complain("\(error)"); exitStatus = 1 }
+    do throws(RecorderError) { try recorder.stop() } catch {
+        if !recordingFailureShown { complain("\(error)") }
+        exitStatus = 1
+    }
     say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)")
 }
 let xruns = driver.xrunCount

@@ -89,7 +89,7 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unsupportedSettings(let why): return "unsupported recording settings: \(why)"
         case .cannotCreate(let path, let reason): return "cannot create \(path): \(reason)"
-        case .writeFailed(let path, let reason): return "writing \(path) failed: \(reason); the frames before the failure are in the file"
+        case .writeFailed(let path, let reason): return "writing \(path) failed: \(reason) (libsndfile); the file is closed and holds the frames written before the failure"
         case .audioUnit(let error): return "cannot record this element: \(error)"
         }
     }
@@ -166,8 +166,20 @@ public final class Recorder: @unchecked Sendable {
         guard sf_format_check(&info) == Int32(SF_TRUE) else {
             throw .unsupportedSettings("\(settings.fileType.rawValue) cannot hold \(settings.sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
         }
+        var before = stat()
+        let existed = stat(path, &before) == 0
         guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
             throw .cannotCreate(path: path, reason: String(cString: sf_strerror(nil)))
+        }
+        // Write the header now: a FLAC encoder otherwise starts (and finds a full disk or a
+        // device it cannot write) only at the first block, long after this call returned.
+        sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
+        if sf_error(file) != 0 {
+            let reason = String(cString: sf_strerror(file))
+            sf_close(file)
+            var after = stat()
+            if !existed, stat(path, &after) == 0, (after.st_mode & S_IFMT) == S_IFREG { unlink(path) }
+            throw .cannotCreate(path: path, reason: reason)
         }
         // Every write rewrites the header, so the file is valid at any moment.
         sf_command(file, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE))

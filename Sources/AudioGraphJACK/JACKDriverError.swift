@@ -51,7 +51,7 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
         case .activationFailed:
             return "could not activate the JACK client"
         case .portNotFound(let name):
-            return "no JACK port named '\(name)' (list them with `jack_lsp`)"
+            return "no JACK port named or matching '\(name)' (list them with `jack_lsp`)"
         case .connectionFailed(let source, let destination, let code):
             return "could not connect '\(source)' to '\(destination)' (jack_connect returned \(code)); check port directions with `jack_lsp -p`"
         case .invalidChannelCount(let n):

@@ -34,11 +34,11 @@ extension JACKIntegration {
             usleep(100_000)
             #expect(exactDelay(of: speech, in: probe.run()) != nil, "back at 0 dB the speech passes bit for bit")
 
-            tool.send("volume -200")     // clamped to the floor
+            tool.send("volume -200")     // clamped to the floor, and said so
             #expect(tool.waitFor("volume: -60.0 dB"))
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
-            #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
+            #expect(tool.stderr == "graphthru: volume -200.0 dB is outside -60…+12 dB; set to -60.0 dB\n", "stderr: \(tool.stderr)")
         }
 
         @Test func lowpassTogglesLiveThroughUpdateAndOffIsBitExactAgain() throws {
@@ -173,7 +173,7 @@ extension JACKIntegration {
             #expect(bad.stderr.contains("neither a JACK port name nor a valid regular expression"), "stderr: \(bad.stderr)")
             let none = try ToolProcess(["--name", "\(name)-none", "--input", "nobody:.*"], server: server)
             #expect(none.waitForExit() == 1)
-            #expect(none.stderr.contains("no JACK port named 'nobody:.*'"), "stderr: \(none.stderr)")
+            #expect(none.stderr.contains("no JACK port named or matching 'nobody:.*'"), "stderr: \(none.stderr)")
         }
 
         @Test func startServerRunsAnInProcessServerAndStopsItOnExit() throws {
