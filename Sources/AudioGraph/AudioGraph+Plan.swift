@@ -298,8 +298,6 @@ extension AudioGraph {
                          unitLatency: unitLatency, latency: outputLatency)
     }
 
-    /// A readable dump of the graph, like `CAShow`: nodes with their formats, connections and
-    /// callbacks, and the state. Thread: control thread.
     /// Seconds as milliseconds with two decimals, for the dump (no Foundation in the core).
     private func milliseconds(_ seconds: Double) -> String {
         let hundredths = Int((seconds * 100_000).rounded())
@@ -307,6 +305,10 @@ extension AudioGraph {
         return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }
 
+    /// A readable dump of the graph, like `CAShow`: the state (initialized, running, pending
+    /// edits, conversion latency, render notifications), then every node with its unit type and
+    /// each element's format, what feeds each input (a node's output, a render callback, or
+    /// nothing) and where an input is converted. Thread: control thread.
     public var description: String {
         var state = "\(isInitialized ? "initialized" : "uninitialized"), \(isRunning ? "running" : "stopped")"
         if hasPendingEdits { state += ", edits pending" }

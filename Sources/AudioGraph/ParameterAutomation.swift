@@ -26,12 +26,15 @@ public struct AudioUnitParameterEvent: Sendable, Equatable {
         case target(Float, timeConstant: Double)
     }
 
-    /// The parameter's ID, scope and element, as for ``AudioUnit/setParameter(_:_:scope:element:)``.
+    /// The parameter's ID, as for ``AudioUnit/setParameter(_:_:scope:element:)``.
     public var id: AudioUnitParameterID
+    /// The scope the parameter lives in.
     public var scope: AudioUnitScope
+    /// The element of that scope, 0…elementCount−1.
     public var element: AudioUnitElement
     /// Frames from the start of the unit's next slice, 0…``maximumBufferOffset``.
     public var bufferOffset: Int
+    /// What the event does from its start frame.
     public var kind: Kind
 
     /// The farthest ahead an event may start: 10 s at 48 kHz.

@@ -137,16 +137,16 @@ public final class Recorder: @unchecked Sendable {
     ///   On a throw no file is left behind and the graph is unchanged.
     /// - Thread: control thread; allocates; starts the writer thread.
     public init(graph: AudioGraph, node: AUNode, element: AudioUnitElement = 0, path: String,
-                settings requested: RecordingSettings? = nil) throws(RecorderError) {
-        var settings: RecordingSettings
-        if let given = requested { settings = given } else { settings = try RecordingSettings.forPath(path) }
+                settings: RecordingSettings? = nil) throws(RecorderError) {
+        var chosen: RecordingSettings
+        if let settings { chosen = settings } else { chosen = try RecordingSettings.forPath(path) }
         let source: StreamFormat
         do throws(AudioUnitError) {
             _ = try graph.checkObservable(node, element)
             source = try graph.nodeInfo(node).streamFormat(scope: .output, element: element)
         } catch { throw .audioUnit(error) }
-        let rate = settings.sampleRate ?? source.sampleRate
-        let channels = settings.channels ?? Int(source.channelsPerFrame)
+        let rate = chosen.sampleRate ?? source.sampleRate
+        let channels = chosen.channels ?? Int(source.channelsPerFrame)
         guard rate.isFinite, rate >= 1, rate <= StreamFormat.maximumSampleRate, rate == rate.rounded() else {
             throw .unsupportedSettings("sample rate \(rate) Hz: a whole number of Hz, 1…768000")
         }
@@ -157,14 +157,14 @@ public final class Recorder: @unchecked Sendable {
         guard ratio >= 1.0 / 256, ratio <= 256 else {
             throw .unsupportedSettings("\(Int(rate)) Hz from an element at \(Int(source.sampleRate)) Hz: the rate ratio must be within 1/256…256")
         }
-        settings.sampleRate = rate
-        settings.channels = channels
+        chosen.sampleRate = rate
+        chosen.channels = channels
         var info = SF_INFO()
         info.samplerate = Int32(rate)
         info.channels = Int32(channels)
-        info.format = settings.sndfileFormat
+        info.format = chosen.sndfileFormat
         guard sf_format_check(&info) == Int32(SF_TRUE) else {
-            throw .unsupportedSettings("\(settings.fileType.rawValue) cannot hold \(settings.sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
+            throw .unsupportedSettings("\(chosen.fileType.rawValue) cannot hold \(chosen.sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
         }
         var before = stat()
         let existed = stat(path, &before) == 0
@@ -184,11 +184,11 @@ public final class Recorder: @unchecked Sendable {
         // Every write rewrites the header, so the file is valid at any moment.
         sf_command(file, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE))
         self.path = path
-        self.settings = settings
+        self.settings = chosen
         self.node = node
         self.element = element
         self.graph = graph
-        writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: settings.sampleFormat)
+        writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: chosen.sampleFormat)
         let format = try! StreamFormat.float32(sampleRate: rate, channels: UInt32(channels), interleaved: true)
         let writer = self.writer
         do throws(AudioUnitError) {

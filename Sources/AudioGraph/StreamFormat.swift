@@ -11,6 +11,7 @@
 public struct StreamFormat: Hashable, Sendable, CustomStringConvertible {
     /// Mirrors `AudioFormatFlags` (`kAudioFormatFlagIsFloat` = 1 … `IsNonInterleaved` = 32).
     public struct Flags: OptionSet, Hashable, Sendable {
+        /// The bits, as in `AudioFormatFlags`.
         public let rawValue: UInt32
         /// Creates flags from Apple's bit values.
         public init(rawValue: UInt32) { self.rawValue = rawValue }
