@@ -64,13 +64,21 @@ extension JACKIntegration {
             probe.connect("\(probe.name):out", driver.inputPortNames[0])
             probe.connect(driver.outputPortNames[0], "\(probe.name):in")
             // 4096 is longer than MaximumFramesPerSlice (1024): the graph renders it as four slices.
+            // A pass with an xrun lost audio by JACK's design (a non-real-time dummy server at
+            // period 64 on a busy 2-core machine has them); such a period is not judged, but
+            // most periods must be, and every judged one must be bit-exact.
+            var judged = 0
             for period in [1024, 4096, 64, 512, 256] {
                 #expect(jack_set_buffer_size(probe.client, jack_nframes_t(period)) == 0)
                 let deadline = Date().addingTimeInterval(5)
                 while driver.bufferSize != period && Date() < deadline { usleep(10_000) }
                 #expect(driver.bufferSize == period, "the buffer-size callback reported \(driver.bufferSize)")
-                #expect(exactDelay(of: speech, in: probe.run(), maxDelay: 16_384) != nil, "bit-exact at period \(period); xruns seen by the probe: \(probe.state.xruns.load(ordering: .relaxed)), by the driver: \(driver.xrunCount)")
+                let captured = probe.run()
+                if probe.lastPassHadXruns { continue }
+                judged += 1
+                #expect(exactDelay(of: speech, in: captured, maxDelay: 16_384) != nil, "bit-exact at period \(period); xruns seen by the probe: \(probe.state.xruns.load(ordering: .relaxed)), by the driver: \(driver.xrunCount)")
             }
+            #expect(judged >= 4, "only \(judged) of 5 periods ran a pass without xruns")
         }
 
         @Test func noServerIsAClearTypedError() {
