@@ -58,8 +58,11 @@ final class PrivateServer: @unchecked Sendable {
     init(name: String, period: Int = 256, sampleRate: Int = 48_000) throws {
         self.name = name
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("jackd-\(name).log").path
+        // Real-time scheduling where the machine grants it (jackd falls back by itself where it
+        // does not), as for the shared test server: without it a busy 2-core machine makes xruns.
+        let mode = ProcessInfo.processInfo.environment["AUDIOGRAPH_TEST_JACKD_REALTIME"] == "0" ? "--no-realtime" : "-R"
         let script = """
-            jackd --no-realtime -n '\(name)' -d dummy -r \(sampleRate) -p \(period) -C 2 -P 2 >'\(log)' 2>&1 & j=$!
+            jackd \(mode) -n '\(name)' -d dummy -r \(sampleRate) -p \(period) -C 2 -P 2 >'\(log)' 2>&1 & j=$!
             trap 'kill -TERM $j 2>/dev/null; wait $j; exit 0' TERM INT
             trap 'kill -KILL $j 2>/dev/null; wait $j; exit 0' USR1
             while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
@@ -230,6 +233,24 @@ func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int = 8192) 
     guard delay >= 0, delay <= maxDelay, delay + played.count <= captured.count else { return nil }
     for i in 0..<played.count where captured[delay + i] != played[i] { return nil }
     return delay
+}
+
+/// Where `played` appears exactly in `captured`, at any offset: for captures that may hold
+/// several passes of it (a pass that had an xrun is played again, so an earlier copy can be
+/// damaged). The offset of the first intact copy, or nil.
+func exactOccurrence(of played: [Float], in captured: [Float]) -> Int? {
+    guard let first = played.firstIndex(where: { $0 != 0 }) else { return nil }
+    let marker = played[first]
+    var start = 0
+    while let hit = captured[start...].firstIndex(of: marker) {
+        let offset = hit - first
+        if offset >= 0, offset + played.count <= captured.count,
+           zip(played, captured[offset..<(offset + played.count)]).allSatisfy({ $0 == $1 }) {
+            return offset
+        }
+        start = hit + 1
+    }
+    return nil
 }
 
 /// Runs a command and returns its standard output.
