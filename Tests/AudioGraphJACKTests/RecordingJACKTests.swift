@@ -17,53 +17,6 @@ func readRecording(_ path: String) -> (channels: [[Float]], info: SF_INFO)? {
     return ((0..<n).map { c in stride(from: c, to: Int(read) * n, by: n).map { interleaved[$0] } }, info)
 }
 
-/// The graphrecord example as a child process (stdout and stderr in files).
-final class RecordProcess: @unchecked Sendable {
-    let process = Process()
-    let outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("graphrecord-\(UUID().uuidString).out")
-
-    init(_ arguments: [String], server: String) throws {
-        var dir = ToolProcess.binary.deletingLastPathComponent()
-        process.executableURL = dir.appendingPathComponent("graphrecord")
-        dir = dir.appendingPathComponent("graphrecord")
-        precondition(FileManager.default.isExecutableFile(atPath: dir.path), "graphrecord not built; run `swift build` first")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["JACK_DEFAULT_SERVER"] = server
-        environment["JACK_NO_START_SERVER"] = "1"
-        process.environment = environment
-        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: outputURL)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-    }
-
-    var output: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
-
-    func waitFor(_ text: String, timeout: Double = 10) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if output.contains(text) { return true }
-            if !process.isRunning { return output.contains(text) }
-            usleep(10_000)
-        }
-        return false
-    }
-
-    func waitForExit(timeout: Double = 10) -> Process.TerminationReason? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit(); return nil }
-        return process.terminationReason
-    }
-
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
-        try? FileManager.default.removeItem(at: outputURL)
-    }
-}
-
 extension JACKIntegration {
     /// Taps, meters and recordings of live JACK audio, with real speech.
     @Suite("Taps, meters and recording through a real jackd")
@@ -133,15 +86,16 @@ extension JACKIntegration {
             defer { unlink(path) }
             let name = "ag-recsig-\(signal)"
             let probe = ProbeClient(server: server, name: "probe-sig\(signal)", play: speech, captureFrames: speech.count + 24_000)
-            let tool = try RecordProcess(["--name", name, "--input", "\(probe.name):out", path], server: server)
-            #expect(tool.waitFor("recording"), "startup: \(tool.output)")
+            let tool = try ToolProcess("graphrecord", ["--name", name, "--input", "\(probe.name):out", path], server: server)
+            #expect(tool.waitFor("recording"), "startup: \(tool.stdout) \(tool.stderr)")
             _ = probe.run()   // the speech, then 0.5 s of silence
             usleep(300_000)   // a block or two for the writer thread
             kill(tool.process.processIdentifier, signal)
-            let reason = tool.waitForExit()
+            _ = tool.waitForExit()
+            let reason = tool.process.terminationReason
             if signal == SIGINT {
-                #expect(reason == .exit && tool.process.terminationStatus == 0, "\(tool.output)")
-                #expect(tool.output.contains("recorded ") && tool.output.contains("(0 dropped)"), "\(tool.output)")
+                #expect(reason == .exit && tool.process.terminationStatus == 0, "\(tool.stdout) \(tool.stderr)")
+                #expect(tool.stdout.contains("recorded ") && tool.stdout.contains("(0 dropped)"), "\(tool.stdout)")
             } else {
                 #expect(reason == .uncaughtSignal)
             }
