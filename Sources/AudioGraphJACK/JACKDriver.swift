@@ -143,6 +143,8 @@ public final class JACKDriver: @unchecked Sendable {
 
     private var client: OpaquePointer?
     private let state: JACKRenderState
+    /// The graph's IO unit, configured to the server here and again by ``followSampleRate()``.
+    private let io: IOUnit
     private var isActive = false
     private var prettyNamedPorts: [jack_uuid_t] = []
 
@@ -276,6 +278,7 @@ public final class JACKDriver: @unchecked Sendable {
         }
 
         self.graph = graph
+        self.io = io
         self.serverName = options.serverName ?? Self.environmentServer ?? "default"
         self.client = client
         self.state = state
@@ -330,8 +333,7 @@ public final class JACKDriver: @unchecked Sendable {
     /// sample-rate callback stored a new rate and ``followSampleRate()`` has not run yet.
     /// Thread: any.
     public var sampleRateChanged: Bool {
-        guard let io = graph.nodes.lazy.compactMap({ try? self.graph.nodeInfo($0) as? IOUnit }).first else { return false }
-        return Double(sampleRate) != io.deviceOutputFormat.sampleRate
+        Double(sampleRate) != io.deviceOutputFormat.sampleRate
     }
 
     /// Reconfigures the graph for the server's current sample rate after a change: the graph
@@ -344,8 +346,7 @@ public final class JACKDriver: @unchecked Sendable {
     ///   rate (a conversion libsamplerate cannot do); the graph is then left uninitialized.
     /// - Thread: control thread (never from a JACK callback).
     public func followSampleRate() throws(JACKDriverError) {
-        guard sampleRateChanged,
-              let io = graph.nodes.lazy.compactMap({ try? self.graph.nodeInfo($0) as? IOUnit }).first else { return }
+        guard sampleRateChanged else { return }
         let wasRunning = graph.isRunning
         do {
             try graph.uninitialize()
