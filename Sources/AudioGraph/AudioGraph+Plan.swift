@@ -284,7 +284,7 @@ extension AudioGraph {
             ioOutput: ioOutput, ioOutputEnabled: io.outputEnabled,
             domains: domains,
             notifications: notificationBoxes, notificationCount: notifications.count,
-            notificationChannels: resources.allocateForwardable(max(deviceChannels, deviceOutChannels), frames: 1).current,
+            notificationChannels: resources.allocate(UnsafeMutablePointer<Float>.self, count: max(deviceChannels, deviceOutChannels)),
             notificationCapacity: max(deviceChannels, deviceOutChannels),
             ioDevice: ioDevice, ioDeviceSilence: ioDeviceSilence, ioDeviceChannels: deviceChannels,
             ioInputConverter: ioInputConverter, ioInputRateIndex: ioInRateIndex,

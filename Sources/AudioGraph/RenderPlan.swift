@@ -86,7 +86,8 @@ struct RenderPlan {
     /// Render notifications: unretained `CallbackBox`es (kept alive by the plan's resources).
     var notifications: UnsafeMutablePointer<UnsafeMutableRawPointer>
     var notificationCount: Int
-    /// `[channel]` pointer array for the notifications' view, room for the larger device side.
+    /// `[channel]` pointer array for the notifications' view, room for the larger device side
+    /// (its entries are set each slice before the view is made).
     var notificationChannels: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     var notificationCapacity: Int
     /// When the IO unit's application input side differs from the device: `ioDevice` holds the
