@@ -29,7 +29,7 @@ extension AudioGraph {
     /// checked, converters where an element's format differs from what its unit processes,
     /// buffers and kernel state allocated. Nothing outside the result is modified.
     func buildPlan(_ topology: Topology) throws(AudioUnitError) -> BuiltPlan {
-        guard let (ioNode, ioUnit) = topology.nodes.first(where: { $0.value is IOUnit }), let io = ioUnit as? IOUnit else {
+        guard let (ioNode, io) = topology.io else {
             throw .outputNodeErr
         }
         let rate = io.deviceOutputFormat.sampleRate

@@ -99,6 +99,12 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     struct Topology {
         var nodes: [AUNode: AudioUnit] = [:]
         var inputs: [InputKey: InputSource] = [:]
+
+        /// The topology's IO unit and its node: the one place the graph looks for it.
+        var io: (node: AUNode, unit: IOUnit)? {
+            for (node, unit) in nodes { if let io = unit as? IOUnit { return (node, io) } }
+            return nil
+        }
     }
 
     private var committed = Topology()
@@ -181,7 +187,7 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     public func addNode(_ unit: AudioUnit) throws(AudioUnitError) -> AUNode {
         try checkControlThread()
         guard unit.graph == nil else { throw .invalidAudioUnit }
-        if unit is IOUnit, pending.nodes.values.contains(where: { $0 is IOUnit }) { throw .outputNodeErr }
+        if unit is IOUnit, pending.io != nil { throw .outputNodeErr }
         let node = AUNode(rawValue: nextNode)
         nextNode += 1
         unit.graph = self
@@ -213,6 +219,10 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
 
     /// The nodes, in order of addition, including queued additions and excluding queued removals.
     public var nodes: [AUNode] { pending.nodes.keys.sorted() }
+
+    /// The graph's ``IOUnit`` (a graph holds at most one), or nil when there is none; like
+    /// ``nodes``, a removal queued for the next ``update()`` already counts. Thread: control thread.
+    public var ioUnit: IOUnit? { pending.io?.unit }
 
     /// Number of nodes. Mirrors `AUGraphGetNodeCount`.
     public var nodeCount: Int { pending.nodes.count }
@@ -530,7 +540,7 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
             }
             converterCache = built.converters
             renderLatency = built.latency
-            shared.latencyFrames.store(UInt32((built.latency * (target.nodes.values.compactMap { $0 as? IOUnit }.first?.deviceOutputFormat.sampleRate ?? 0)).rounded()), ordering: .relaxed)
+            shared.latencyFrames.store(UInt32((built.latency * (target.io?.unit.deviceOutputFormat.sampleRate ?? 0)).rounded()), ordering: .relaxed)
             publish(built.resources)
         }
         for unit in removed {

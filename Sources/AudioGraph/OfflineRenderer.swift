@@ -27,7 +27,7 @@ public final class OfflineRenderer {
     /// - Throws: ``AudioUnitError/outputNodeErr`` (no IO node), ``AudioUnitError/formatNotSupported``,
     ///   ``AudioUnitError/initialized`` (the graph is already initialized with other device formats).
     public init(graph: AudioGraph, inputChannels: Int = 2, outputChannels: Int = 2, sampleRate: Double = 48_000) throws(AudioUnitError) {
-        guard let io = graph.nodes.lazy.compactMap({ try? graph.nodeInfo($0) as? IOUnit }).first else { throw .outputNodeErr }
+        guard let io = graph.ioUnit else { throw .outputNodeErr }
         guard inputChannels >= 1, outputChannels >= 1, inputChannels <= 64, outputChannels <= 64 else { throw .formatNotSupported }
         try io.configureDevice(inputChannels: UInt32(inputChannels), outputChannels: UInt32(outputChannels), sampleRate: sampleRate)
         self.graph = graph

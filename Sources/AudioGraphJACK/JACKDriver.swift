@@ -164,7 +164,7 @@ public final class JACKDriver: @unchecked Sendable {
         if let reason = JACKDriver.problem(withClientName: name) { throw .invalidClientName(name, reason: reason) }
         if let server = options.serverName, server.isEmpty { throw .serverNotRunning(server: server) }
         for n in [options.inputChannels, options.outputChannels] where n < 1 || n > 64 { throw .invalidChannelCount(n) }
-        guard let io = graph.nodes.lazy.compactMap({ try? graph.nodeInfo($0) as? IOUnit }).first else {
+        guard let io = graph.ioUnit else {
             throw .graph(AudioUnitError.outputNodeErr.rawValue)
         }
 
