@@ -1,0 +1,52 @@
+// Graph: the readable dump of a graph, like CAShow.
+
+extension AudioGraph {
+    /// Seconds as milliseconds with two decimals, for the dump (no Foundation in the core).
+    private func milliseconds(_ seconds: Double) -> String {
+        let hundredths = Int((seconds * 100_000).rounded())
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+
+    /// A readable dump of the graph, like `CAShow`: the state (initialized, running, pending
+    /// edits, conversion latency, render notifications), then every node with its unit type and
+    /// each element's format, what feeds each input (a node's output, a render callback, or
+    /// nothing) and where an input is converted. Thread: control thread.
+    public var description: String {
+        var state = "\(isInitialized ? "initialized" : "uninitialized"), \(isRunning ? "running" : "stopped")"
+        if hasPendingEdits { state += ", edits pending" }
+        if renderLatency > 0 { state += ", conversion latency \(milliseconds(renderLatency)) ms" }
+        if !notifications.isEmpty { state += ", \(notifications.count) render notification(s)" }
+        var lines = ["AudioGraph: \(nodeCount) node(s), \(state)"]
+        for node in nodes {
+            guard let unit = try? nodeInfo(node) else { continue }
+            var header = "  \(node): \(unit.type.rawValue)"
+            if unit.conversionLatency > 0 { header += " (input conversion adds \(milliseconds(unit.conversionLatency)) ms)" }
+            lines.append(header)
+            let processing = unit.outputFormats.first
+            for element in 0..<unit.elementCount(.input) {
+                let key = InputKey(node: node, element: element)
+                let format = unit.inputFormats[Int(element)]
+                var source: String
+                if unit.isDeviceSide(.input, element) {
+                    source = "(device side)"
+                } else {
+                    switch pending.inputs[key] {
+                    case .connection(let n, let e)?: source = "← \(n):\(e)"
+                    case .callback?: source = "← render callback"
+                    case nil: source = "(unconnected)"
+                    }
+                    if pending.inputs[key] != nil, let processing, !(unit is IOUnit),
+                       format.sampleRate != processing.sampleRate || format.channelsPerFrame != processing.channelsPerFrame || !format.isCanonical {
+                        source += ", converted to \(Int(processing.sampleRate)) Hz \(processing.channelsPerFrame) ch"
+                    }
+                }
+                lines.append("    in \(element): \(format) \(source)")
+            }
+            for element in 0..<unit.elementCount(.output) {
+                lines.append("    out \(element): \(unit.outputFormats[Int(element)])\(unit.isDeviceSide(.output, element) ? " (device side)" : "")")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,308 @@
+// Observers: Recorder — a tap's thread writing WAV or FLAC through libsndfile.
+import CSndFile
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a ``Recorder`` writes: container, sample format, rate and channels.
+public struct RecordingSettings: Sendable, Equatable {
+    /// The container.
+    public enum FileType: String, Sendable, CaseIterable {
+        /// RIFF WAVE (`SF_FORMAT_WAV`); switches to RF64 by itself past 4 GiB.
+        case wav
+        /// FLAC, lossless (`SF_FORMAT_FLAC`); integer samples only.
+        case flac
+    }
+
+    /// How samples are stored.
+    public enum SampleFormat: String, Sendable, CaseIterable {
+        /// 16-bit signed integer (`SF_FORMAT_PCM_16`).
+        case int16
+        /// 24-bit signed integer (`SF_FORMAT_PCM_24`).
+        case int24
+        /// 32-bit IEEE float (`SF_FORMAT_FLOAT`), WAV only: every Float32 sample bit for bit.
+        case float32
+    }
+
+    /// The container.
+    public var fileType: FileType
+    /// The sample format.
+    public var sampleFormat: SampleFormat
+    /// Frames per second in the file, Hz; nil records at the graph's rate.
+    public var sampleRate: Double?
+    /// Channels in the file, 1…64; nil records the element's channel count.
+    public var channels: Int?
+
+    /// - Parameters:
+    ///   - fileType: WAV or FLAC.
+    ///   - sampleFormat: default 32-bit float (WAV) — pass `.int16`/`.int24` for FLAC.
+    ///   - sampleRate: Hz, or nil for the graph's rate.
+    ///   - channels: 1…64, or nil for the element's channel count.
+    public init(fileType: FileType = .wav, sampleFormat: SampleFormat = .float32, sampleRate: Double? = nil, channels: Int? = nil) {
+        self.fileType = fileType
+        self.sampleFormat = sampleFormat
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    /// Settings for a path: the container from its extension (`.wav`, `.wave`, `.flac`, any
+    /// case), the sample format as given or else 32-bit float for WAV and 24-bit for FLAC.
+    /// - Throws: ``RecorderError/unsupportedSettings(_:)`` for another extension.
+    public static func forPath(_ path: String, sampleFormat: SampleFormat? = nil) throws(RecorderError) -> RecordingSettings {
+        let ext = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        switch ext {
+        case "wav", "wave": return RecordingSettings(fileType: .wav, sampleFormat: sampleFormat ?? .float32)
+        case "flac": return RecordingSettings(fileType: .flac, sampleFormat: sampleFormat ?? .int24)
+        default: throw .unsupportedSettings("cannot tell the file type from \"\(path)\": use .wav or .flac")
+        }
+    }
+
+    /// The libsndfile format code.
+    var sndfileFormat: Int32 {
+        let container = fileType == .wav ? SF_FORMAT_WAV : SF_FORMAT_FLAC
+        let subtype: Int
+        switch sampleFormat {
+        case .int16: subtype = SF_FORMAT_PCM_16
+        case .int24: subtype = SF_FORMAT_PCM_24
+        case .float32: subtype = SF_FORMAT_FLOAT
+        }
+        return Int32(container | subtype)
+    }
+}
+
+/// Why a recording could not start or did not complete.
+public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The settings cannot be written (for example float samples in FLAC, a rate or channel
+    /// count out of bounds, or a conversion not available). Nothing was created.
+    case unsupportedSettings(String)
+    /// The file could not be created (a missing directory, no permission, disk full at the
+    /// header): libsndfile's reason. Nothing was installed in the graph.
+    case cannotCreate(path: String, reason: String)
+    /// Writing failed part-way (typically the disk filled up): libsndfile's reason. Frames
+    /// before the failure are in the file, which is closed with a valid header.
+    case writeFailed(path: String, reason: String)
+    /// The node or element cannot be tapped.
+    case audioUnit(AudioUnitError)
+
+    /// What went wrong and what to do, in one sentence.
+    public var description: String {
+        switch self {
+        case .unsupportedSettings(let why): return "unsupported recording settings: \(why)"
+        case .cannotCreate(let path, let reason): return "cannot create \(path): \(reason)"
+        case .writeFailed(let path, let reason): return "writing \(path) failed: \(reason) (libsndfile); the file is closed and holds the frames written before the failure"
+        case .audioUnit(let error): return "cannot record this element: \(error)"
+        }
+    }
+}
+
+/// Records a node's output element to a WAV or FLAC file through libsndfile.
+///
+/// A tap (see ``AudioTap``) takes each slice off the render thread; the tap's thread — the
+/// writer thread — converts it to the file's rate and channel count with an ``AudioConverter``
+/// (libsamplerate; N → 1 averages, 1 → N copies) and writes blocks of 4096 frames. The render thread never touches
+/// the file. Every write updates the file's header (libsndfile's `SFC_SET_UPDATE_HEADER_AUTO`),
+/// so a process killed mid-recording leaves a valid WAV file holding every block written so
+/// far; ``stop()`` writes the rest and closes the file.
+///
+/// Integer formats: a sample `x` becomes `round(x × 32768)` (16-bit) or `round(x × 8388608)`
+/// (24-bit), clipped to the format's range — the inverse of libsndfile's integer-to-float read
+/// scaling, so integer audio that went through the graph unchanged is recorded bit for bit.
+///
+/// Frames dropped by the tap (the writer fell behind by more than the tap's ring: 2 s) are not
+/// in the file; ``framesDropped`` counts them.
+/// Thread: start and stop from a control thread; counters from any thread.
+public final class Recorder: @unchecked Sendable {
+    /// The file being written.
+    public let path: String
+    /// The settings, with rate and channels filled in.
+    public let settings: RecordingSettings
+    /// The node recorded.
+    public let node: AUNode
+    /// The output element recorded.
+    public let element: AudioUnitElement
+
+    private let graph: AudioGraph
+    private let writer: RecordingWriter
+    private var tap: AudioTap?
+
+    /// Creates the file and starts recording at the next slice the node renders.
+    /// - Parameters:
+    ///   - graph: the graph holding `node`.
+    ///   - node: the node whose output is recorded.
+    ///   - element: output element: 0, or for the ``IOUnit`` 1 (device input) or 0 (device output).
+    ///   - path: the file to create (replaced if it exists).
+    ///   - settings: container, sample format, rate and channels; nil: ``RecordingSettings/forPath(_:sampleFormat:)``.
+    /// - Throws: ``RecorderError/unsupportedSettings(_:)``, ``RecorderError/cannotCreate(path:reason:)``,
+    ///   ``RecorderError/audioUnit(_:)`` (`nodeNotFound`, `invalidElement`, `cannotDoInCurrentContext`).
+    ///   On a throw no file is left behind and the graph is unchanged.
+    /// - Thread: control thread; allocates; starts the writer thread.
+    public init(graph: AudioGraph, node: AUNode, element: AudioUnitElement = 0, path: String,
+                settings: RecordingSettings? = nil) throws(RecorderError) {
+        var chosen: RecordingSettings
+        if let settings { chosen = settings } else { chosen = try RecordingSettings.forPath(path) }
+        let source: StreamFormat
+        do throws(AudioUnitError) {
+            _ = try graph.checkObservable(node, element)
+            source = try graph.nodeInfo(node).streamFormat(scope: .output, element: element)
+        } catch { throw .audioUnit(error) }
+        let rate = chosen.sampleRate ?? source.sampleRate
+        let channels = chosen.channels ?? Int(source.channelsPerFrame)
+        guard rate.isFinite, rate >= 1, rate <= StreamFormat.maximumSampleRate, rate == rate.rounded() else {
+            throw .unsupportedSettings("sample rate \(rate) Hz: a whole number of Hz, 1…768000")
+        }
+        guard channels >= 1, channels <= Int(StreamFormat.maximumChannelCount) else {
+            throw .unsupportedSettings("\(channels) channels: 1…64")
+        }
+        let ratio = rate / source.sampleRate
+        guard ratio >= 1.0 / 256, ratio <= 256 else {
+            throw .unsupportedSettings("\(Int(rate)) Hz from an element at \(Int(source.sampleRate)) Hz: the rate ratio must be within 1/256…256")
+        }
+        chosen.sampleRate = rate
+        chosen.channels = channels
+        var info = SF_INFO()
+        info.samplerate = Int32(rate)
+        info.channels = Int32(channels)
+        info.format = chosen.sndfileFormat
+        guard sf_format_check(&info) == Int32(SF_TRUE) else {
+            throw .unsupportedSettings("\(chosen.fileType.rawValue) cannot hold \(chosen.sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
+        }
+        var before = stat()
+        let existed = stat(path, &before) == 0
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw .cannotCreate(path: path, reason: String(cString: sf_strerror(nil)))
+        }
+        // Write the header now: a FLAC encoder otherwise starts (and finds a full disk or a
+        // device it cannot write) only at the first block, long after this call returned.
+        sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
+        if sf_error(file) != 0 {
+            let reason = String(cString: sf_strerror(file))
+            sf_close(file)
+            var after = stat()
+            if !existed, stat(path, &after) == 0, (after.st_mode & S_IFMT) == S_IFREG { unlink(path) }
+            throw .cannotCreate(path: path, reason: reason)
+        }
+        // Every write rewrites the header, so the file is valid at any moment.
+        sf_command(file, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE))
+        self.path = path
+        self.settings = chosen
+        self.node = node
+        self.element = element
+        self.graph = graph
+        writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: chosen.sampleFormat)
+        let format = try! StreamFormat.float32(sampleRate: rate, channels: UInt32(channels), interleaved: true)
+        let writer = self.writer
+        do throws(AudioUnitError) {
+            tap = try graph.installTap(on: node, element: element, blockFrames: 4096, format: format) { block in
+                writer.write(block)
+            }
+        } catch {
+            writer.close()
+            unlink(path)
+            throw .audioUnit(error)
+        }
+    }
+
+    /// Frames in the file so far. Thread: any.
+    public var framesWritten: UInt64 { writer.written.load(ordering: .relaxed) }
+
+    /// Frames lost: dropped by the tap (graph rate) plus frames not written after a write
+    /// failure. Thread: any.
+    public var framesDropped: UInt64 { (tap?.framesDropped ?? finalDropped) + writer.lost.load(ordering: .relaxed) }
+    private var finalDropped: UInt64 = 0
+
+    /// Whether the recorder is still recording. Thread: control thread.
+    public var isRecording: Bool { tap != nil }
+
+    /// The write failure, if one happened (recording continues to count frames as lost). Thread: any.
+    public var writeError: RecorderError? { writer.failure.withLock { $0 } }
+
+    /// Stops recording: removes the tap, writes everything it still held, and closes the file
+    /// with a final header. Calling it again does nothing.
+    /// - Throws: ``RecorderError/writeFailed(path:reason:)`` when a write failed during the
+    ///   recording (the file is still closed and valid up to the failure);
+    ///   ``RecorderError/audioUnit(_:)`` with `cannotDoInCurrentContext` on the render thread
+    ///   (nothing changes).
+    /// - Thread: control thread; waits for the writer to finish.
+    public func stop() throws(RecorderError) {
+        guard let tap else { return }
+        do throws(AudioUnitError) { try graph.removeTap(tap) } catch { throw .audioUnit(error) }
+        finalDropped = tap.framesDropped
+        self.tap = nil
+        writer.close()
+        if let failure = writeError { throw failure }
+    }
+
+    deinit {
+        if let tap { try? graph.removeTap(tap) }
+        writer.close()
+    }
+}
+
+/// The writer thread's side of a recording: the open file and its counters.
+final class RecordingWriter: @unchecked Sendable {
+    /// The SNDFILE handle's address (0 once closed), locked: the writer thread and `close` never overlap.
+    private let file: Mutex<UInt>
+    let path: String
+    let channels: Int
+    let sampleFormat: RecordingSettings.SampleFormat
+    let written = Atomic<UInt64>(0)
+    let lost = Atomic<UInt64>(0)
+    let failure = Mutex<RecorderError?>(nil)
+    private var shorts: [Int16] = []
+    private var ints: [Int32] = []
+
+    init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat) {
+        self.file = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
+        self.path = path
+        self.channels = channels
+        self.sampleFormat = sampleFormat
+    }
+
+    /// Writes one interleaved Float32 block. The tap's thread.
+    func write(_ block: AudioTapBlock) {
+        file.withLock { address in
+            guard let file = OpaquePointer(bitPattern: address), failure.withLock({ $0 == nil }) else {
+                lost.add(UInt64(block.frameCount), ordering: .relaxed)
+                return
+            }
+            let frames = block.frameCount
+            let samples = frames * channels
+            let done: sf_count_t = block.buffers[0].withUnsafeBytes { raw in
+                let x = raw.bindMemory(to: Float.self)
+                switch sampleFormat {
+                case .float32:
+                    return sf_writef_float(file, x.baseAddress, sf_count_t(frames))
+                case .int16:
+                    if shorts.count < samples { shorts = [Int16](repeating: 0, count: samples) }
+                    for i in 0..<samples { shorts[i] = Int16(clamping: Int(lrintf(x[i] * 32768))) }
+                    return sf_writef_short(file, shorts, sf_count_t(frames))
+                case .int24:
+                    // libsndfile keeps the top 24 bits of each Int32.
+                    if ints.count < samples { ints = [Int32](repeating: 0, count: samples) }
+                    for i in 0..<samples {
+                        let v = min(max(Int(lrintf(x[i] * 8_388_608)), -8_388_608), 8_388_607)
+                        ints[i] = Int32(v) << 8
+                    }
+                    return sf_writef_int(file, ints, sf_count_t(frames))
+                }
+            }
+            written.add(UInt64(max(0, done)), ordering: .relaxed)
+            if done < frames {
+                lost.add(UInt64(frames - Int(max(0, done))), ordering: .relaxed)
+                let reason = String(cString: sf_strerror(file))
+                failure.withLock { $0 = .writeFailed(path: path, reason: reason == "No Error." ? "short write (disk full?)" : reason) }
+            }
+        }
+    }
+
+    /// Writes the final header and closes the file. Idempotent.
+    func close() {
+        file.withLock { address in
+            guard let f = OpaquePointer(bitPattern: address) else { return }
+            sf_write_sync(f)
+            sf_close(f)
+            address = 0
+        }
+    }
+}

@@ -1,0 +1,78 @@
+// Offline: the offline driver — renders a graph with no audio server.
+
+/// Renders a graph with no device, deterministically, on the calling thread: the analogue of
+/// AVAudioEngine's manual rendering mode, for tests, benchmarks and file processing.
+///
+/// It plays the driver's part: it configures the graph's ``IOUnit`` device sides, then feeds
+/// given input buffers to IO element 1 and collects IO element 0, slice by slice, through the
+/// same ``GraphRenderContext/render(frameCount:input:inputChannelCount:output:outputChannelCount:)``
+/// a real-time driver calls.
+///
+/// Thread: one control thread (it renders on the caller's thread, which counts as the render
+/// thread while a render call runs).
+public final class OfflineRenderer {
+    /// The graph being rendered.
+    public let graph: AudioGraph
+    /// Device input channels (IO element 1).
+    public let inputChannels: Int
+    /// Device output channels (IO element 0).
+    public let outputChannels: Int
+    /// Device sample rate in Hz.
+    public let sampleRate: Double
+
+    /// Attaches to a graph and configures its IO unit's device sides.
+    /// - Parameters:
+    ///   - graph: an uninitialized graph holding an ``IOUnit`` node.
+    ///   - inputChannels: device input channels, 1…64.
+    ///   - outputChannels: device output channels, 1…64.
+    ///   - sampleRate: Hz, 1…768 000.
+    /// - Throws: ``AudioUnitError/outputNodeErr`` (no IO node), ``AudioUnitError/formatNotSupported``,
+    ///   ``AudioUnitError/initialized`` (the graph is already initialized with other device formats).
+    public init(graph: AudioGraph, inputChannels: Int = 2, outputChannels: Int = 2, sampleRate: Double = 48_000) throws(AudioUnitError) {
+        guard let io = graph.ioUnit else { throw .outputNodeErr }
+        guard inputChannels >= 1, outputChannels >= 1, inputChannels <= 64, outputChannels <= 64 else { throw .formatNotSupported }
+        try io.configureDevice(inputChannels: UInt32(inputChannels), outputChannels: UInt32(outputChannels), sampleRate: sampleRate)
+        self.graph = graph
+        self.inputChannels = inputChannels
+        self.outputChannels = outputChannels
+        self.sampleRate = sampleRate
+    }
+
+    /// Renders `input` through the graph and returns what reached the device output.
+    /// - Parameters:
+    ///   - input: `[channel][frame]`; missing channels or frames read as silence.
+    ///   - frameCount: frames to render, ≥ 0.
+    ///   - sliceFrames: frames per pull, 1…; larger than MaximumFramesPerSlice is split.
+    /// - Returns: `[outputChannels][frameCount]`.
+    /// - Throws: ``AudioUnitError/uninitialized`` (initialize the graph first),
+    ///   ``AudioUnitError/invalidPropertyValue`` (`sliceFrames` < 1 or `frameCount` < 0).
+    public func render(input: [[Float]], frameCount: Int, sliceFrames: Int = 256) throws(AudioUnitError) -> [[Float]] {
+        guard graph.isInitialized else { throw .uninitialized }
+        guard sliceFrames >= 1, frameCount >= 0 else { throw .invalidPropertyValue }
+        var padded = (0..<inputChannels).map { c -> [Float] in
+            var channel = c < input.count ? Array(input[c].prefix(frameCount)) : []
+            channel += repeatElement(0, count: frameCount - channel.count)
+            return channel
+        }
+        var output = Array(repeating: [Float](repeating: 0, count: frameCount), count: outputChannels)
+        let inPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: inputChannels)
+        let outPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: outputChannels)
+        defer { inPointers.deallocate(); outPointers.deallocate() }
+        let context = graph.renderContext
+        var offset = 0
+        while offset < frameCount {
+            let n = min(sliceFrames, frameCount - offset)
+            for c in 0..<inputChannels {
+                padded[c].withUnsafeMutableBufferPointer { inPointers[c] = $0.baseAddress! + offset }
+            }
+            for c in 0..<outputChannels {
+                output[c].withUnsafeMutableBufferPointer { outPointers[c] = $0.baseAddress! + offset }
+            }
+            // The arrays are not resized while these pointers are in use.
+            context.render(frameCount: n, input: inPointers, inputChannelCount: inputChannels,
+                           output: outPointers, outputChannelCount: outputChannels)
+            offset += n
+        }
+        return output
+    }
+}

@@ -1,0 +1,410 @@
+// Plan: compiling a topology into a render plan — pull order, formats, converters, buffers, kernel state.
+
+/// What compiling a topology produced: the plan (in its resources) and what the graph stores
+/// when it publishes it.
+struct BuiltPlan {
+    let resources: PlanResources
+    let formats: [AUNode: ResolvedFormats]
+    let kernels: [AUNode: KernelStorage]
+    /// Every converter the plan uses, to keep for the next plan.
+    let converters: [ConverterKey: ConverterStorage]
+    /// Per unit: the largest latency its input conversions add, in seconds.
+    let unitLatency: [AUNode: Double]
+    /// Device input to device output through the plan's conversions, in seconds.
+    let latency: Double
+}
+
+/// The formats a unit's elements take in a plan (nil: an unconnected input).
+struct ResolvedFormats {
+    var inputs: [StreamFormat?]
+    var outputs: [StreamFormat]
+}
+
+/// Compiles one topology into a render plan, in stages: pull order → formats → device input →
+/// unit steps → device output → the plan. Each stage reads what the ones before it produced.
+/// Nothing outside the result is modified, and nothing is allocated for the render thread
+/// before the formats are known to meet, so a throw leaves no trace.
+///
+/// Thread: a control thread; allocates. Used once per build.
+struct PlanBuilder {
+    typealias Topology = AudioGraph.Topology
+    typealias InputKey = AudioGraph.InputKey
+
+    let topology: Topology
+    /// Converters of the published plan, reused where they convert the same way.
+    let converterCache: [ConverterKey: ConverterStorage]
+    /// Render notifications to call before and after every slice.
+    let notificationBoxes: [CallbackBox]
+    let ioNode: AUNode
+    let io: IOUnit
+    /// The device's rate: the graph's rate.
+    let rate: Double
+    /// The IO unit's application input side (element 1 as the graph sees it).
+    let ioIn: StreamFormat
+
+    // Produced by the stages.
+    private(set) var order: [AUNode] = []
+    private(set) var resolved: [AUNode: ResolvedFormats] = [:]
+    private var unconnectedFormats: [AUNode: [StreamFormat]] = [:]
+    private var ioOutFormat: StreamFormat?
+    private var rates: [Double]
+    private var maxFrames = 0
+    private let resources = PlanResources()
+    private var converters: [ConverterKey: ConverterStorage] = [:]
+    private var latencyOut: [AUNode: Double] = [:]
+    private var outputBuffers: [AUNode: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [:]
+    private var kernels: [AUNode: KernelStorage] = [:]
+    private var unitLatency: [AUNode: Double] = [:]
+
+    /// Starts a build: finds the IO unit and the graph's rate.
+    /// - Throws: ``AudioUnitError/outputNodeErr`` (no IO unit), ``AudioUnitError/formatNotSupported``
+    ///   (device sides at different rates).
+    init(_ topology: Topology, converterCache: [ConverterKey: ConverterStorage], notifications: [CallbackBox]) throws(AudioUnitError) {
+        guard let (ioNode, io) = topology.io else { throw .outputNodeErr }
+        let rate = io.deviceOutputFormat.sampleRate
+        guard io.deviceInputFormat.sampleRate == rate else { throw .formatNotSupported }
+        self.topology = topology
+        self.converterCache = converterCache
+        self.notificationBoxes = notifications
+        self.ioNode = ioNode
+        self.io = io
+        self.rate = rate
+        self.rates = [rate]  // rate domain 0 is the device's
+        // The IO unit's application input side: any valid format, converted from the device's.
+        self.ioIn = Self.effective(io, .output, IOUnit.inputElement, rate: rate)
+    }
+
+    /// Runs every stage and returns the plan.
+    /// - Throws: ``AudioUnitError/invalidConnection`` (a cycle), ``AudioUnitError/nodeNotFound``,
+    ///   ``AudioUnitError/formatNotSupported`` (formats that cannot meet, a converter that cannot
+    ///   be made), or a unit's own format error.
+    mutating func build() throws(AudioUnitError) -> BuiltPlan {
+        try findPullOrder()
+        try resolveFormats()
+        maxFrames = Int(([ioNode] + order).map { topology.nodes[$0]!.maximumFramesPerSlice }.min() ?? 1024)
+        let deviceInput = try planDeviceInput()
+        let steps = try planSteps()
+        let (ioOutput, outputLatency) = try planDeviceOutput()
+        let plan = makePlan(steps: steps, deviceInput: deviceInput, ioOutput: ioOutput)
+        resources.plan = plan
+        for (node, formats) in unconnectedFormats {
+            resolved[node]!.inputs = zip(resolved[node]!.inputs, formats).map { $0 ?? $1 }
+        }
+        return BuiltPlan(resources: resources, formats: resolved, kernels: kernels, converters: converters,
+                         unitLatency: unitLatency, latency: outputLatency)
+    }
+
+    /// The format an element side has at the graph's rate: formats the application set keep
+    /// their rate, the others follow the device.
+    static func effective(_ unit: AudioUnit, _ scope: AudioUnitScope, _ element: AudioUnitElement, rate: Double) -> StreamFormat {
+        let stored = scope == .input ? unit.inputFormats[Int(element)] : unit.outputFormats[Int(element)]
+        if unit.explicitFormats.contains(AudioUnit.FormatKey(scope: scope, element: element)) { return stored }
+        return (try? stored.withSampleRate(rate)) ?? stored
+    }
+
+    private var ioOutputKey: InputKey { InputKey(node: ioNode, element: IOUnit.outputElement) }
+
+    // MARK: - Stage 1: pull order
+
+    /// Depth-first from what feeds IO element 0; post-order puts sources first, so every unit
+    /// renders after everything it reads. A node met again while being visited is a cycle.
+    private mutating func findPullOrder() throws(AudioUnitError) {
+        var marks: [AUNode: Bool] = [:]  // false = visiting, true = done
+        var order: [AUNode] = []
+        func visit(_ node: AUNode) throws(AudioUnitError) {
+            if node == ioNode { return }
+            if let done = marks[node] {
+                if !done { throw .invalidConnection }
+                return
+            }
+            marks[node] = false
+            guard let unit = topology.nodes[node] else { throw .nodeNotFound }
+            for element in 0..<unit.elementCount(.input) {
+                if case .connection(let source, _)? = topology.inputs[InputKey(node: node, element: element)] {
+                    try visit(source)
+                }
+            }
+            marks[node] = true
+            order.append(node)
+        }
+        if case .connection(let source, _)? = topology.inputs[ioOutputKey] { try visit(source) }
+        self.order = order
+    }
+
+    // MARK: - Stage 2: formats
+
+    private func sourceFormat(_ node: AUNode, _ element: AudioUnitElement) -> StreamFormat {
+        node == ioNode ? ioIn : resolved[node]!.outputs[Int(element)]
+    }
+
+    /// Formats, in pull order: an input takes its source's output format; a unit renders at its
+    /// output format, which must be Float32 non-interleaved (any rate, any channels).
+    private mutating func resolveFormats() throws(AudioUnitError) {
+        for node in order {
+            let unit = topology.nodes[node]!
+            var inputs: [StreamFormat?] = []
+            for element in 0..<unit.elementCount(.input) {
+                var format: StreamFormat?
+                switch topology.inputs[InputKey(node: node, element: element)] {
+                case .connection(let source, let sourceElement)?: format = sourceFormat(source, sourceElement)
+                case .callback?: format = Self.effective(unit, .input, element, rate: rate)
+                case nil: format = nil
+                }
+                if let format { try unit.checkFormat(format, scope: .input, element: element) }
+                inputs.append(format)
+            }
+            var outputs: [StreamFormat] = []
+            for element in 0..<unit.elementCount(.output) {
+                outputs.append(Self.effective(unit, .output, element, rate: rate))
+            }
+            // A filter or gate the application did not format follows its input (as Float32).
+            if unit.linksInputAndOutputFormats, !outputs.isEmpty, let input = inputs.first ?? nil,
+               !unit.explicitFormats.contains(AudioUnit.FormatKey(scope: .output, element: 0)) {
+                outputs[0] = input.canonical
+            }
+            for output in outputs {
+                guard output.isCanonical else { throw .formatNotSupported }
+            }
+            resolved[node] = ResolvedFormats(inputs: inputs, outputs: outputs)
+            // Unconnected inputs carry no audio, but their format follows the rate like any other.
+            unconnectedFormats[node] = (0..<unit.elementCount(.input)).map { Self.effective(unit, .input, $0, rate: rate) }
+        }
+        // What IO element 0 receives: any valid format, converted to the device's.
+        switch topology.inputs[ioOutputKey] {
+        case .connection(let source, let element)?: ioOutFormat = sourceFormat(source, element)
+        case .callback?: ioOutFormat = Self.effective(io, .input, IOUnit.outputElement, rate: rate)
+        case nil: ioOutFormat = nil
+        }
+        resolved[ioNode] = ResolvedFormats(
+            inputs: [ioOutFormat ?? Self.effective(io, .input, IOUnit.outputElement, rate: rate), io.deviceInputFormat],
+            outputs: [io.deviceOutputFormat, ioIn])
+    }
+
+    // MARK: - Allocation helpers (from here on, render memory is allocated)
+
+    /// The index of rate `r` in the plan's rate domains, adding it when new.
+    private mutating func rateIndex(_ r: Double) -> Int {
+        if let i = rates.firstIndex(of: r) { return i }
+        rates.append(r)
+        return rates.count - 1
+    }
+
+    /// Frames a buffer at rate `r` must hold for one slice.
+    private func frames(at r: Double) -> Int { RateDomains.capacity(maxFrames, rate: r, graphRate: rate) }
+
+    /// The published plan's converter for `key` when there is one (its history carries on), or a new one.
+    private mutating func converter(_ key: ConverterKey) throws(AudioUnitError) -> ConverterStorage {
+        let storage: ConverterStorage
+        if let existing = converterCache[key] { storage = existing } else { storage = try ConverterStorage(key) }
+        converters[key] = storage
+        resources.retained.append(storage)
+        return storage
+    }
+
+    // MARK: - Stage 3: device input (IO element 1)
+
+    /// IO element 1 as the plan reads it: the device's channels, converted when the
+    /// application side differs.
+    struct DeviceInput {
+        var device: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+        var silence: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+        var channels: Int
+        var input: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+        var converter: UnsafeMutablePointer<PlanConverter>?
+        var rateIndex: Int
+        var raw: UnsafeMutablePointer<UnsafeMutableRawPointer>?
+    }
+
+    private mutating func planDeviceInput() throws(AudioUnitError) -> DeviceInput {
+        let deviceChannels = Int(io.deviceInputFormat.channelsPerFrame)
+        let (device, silence) = resources.allocateForwardable(deviceChannels, frames: maxFrames)
+        var result = DeviceInput(device: device, silence: silence, channels: deviceChannels, input: device,
+                                 converter: nil, rateIndex: rateIndex(ioIn.sampleRate), raw: nil)
+        if ioIn.sampleRate != rate || Int(ioIn.channelsPerFrame) != deviceChannels || !ioIn.isFloat {
+            let storage = try converter(ConverterKey(
+                site: .deviceInput, node: ioNode, element: IOUnit.inputElement,
+                sourceChannels: deviceChannels, sourceRate: rate,
+                destinationChannels: Int(ioIn.channelsPerFrame), destinationRate: ioIn.sampleRate,
+                graphRate: rate, maxFrames: maxFrames))
+            result.converter = storage.converter
+            result.input = storage.converter.pointee.output
+            latencyOut[ioNode] = storage.latency
+        } else {
+            latencyOut[ioNode] = 0
+        }
+        if !ioIn.isCanonical, io.inputCallback != nil {
+            result.raw = resources.allocateRaw(ioIn.bufferCount, bytes: frames(at: ioIn.sampleRate) * Int(ioIn.bytesPerFrame))
+        }
+        outputBuffers[ioNode] = result.input
+        return result
+    }
+
+    // MARK: - Stage 4: one step per unit
+
+    /// The plan's view of one input element fed in `format`, for a unit that processes
+    /// `channels` channels at `unitRate` and takes `accepts` channel counts as they are; and the
+    /// latency from device input to this input through the plan's conversions, in seconds.
+    private mutating func planInput(_ key: InputKey, format: StreamFormat?, site: ConverterKey.Site,
+                                    channels: Int, unitRate: Double, accepts: (Int) -> Bool) throws(AudioUnitError) -> (PlanInput, Double) {
+        var input = PlanInput(channels: nil, channelCount: 0, callback: nil, element: key.element,
+                              source: nil, sourceRateIndex: 0, raw: nil,
+                              rawLayout: RawLayout(kind: .float32, interleaved: false, channels: 0), rawBytesPerFrame: 0,
+                              converter: nil, destinationRateIndex: rateIndex(unitRate))
+        guard let format else { return (input, 0) }
+        var latency = 0.0
+        switch topology.inputs[key] {
+        case .connection(let source, _)?:
+            input.source = outputBuffers[source]!
+            latency = latencyOut[source] ?? 0
+        case .callback(let box)?:
+            resources.retained.append(box)
+            input.callback = Unmanaged.passUnretained(box).toOpaque()
+            input.source = resources.allocateChannels(Int(format.channelsPerFrame), frames: frames(at: format.sampleRate))
+            input.rawLayout = RawLayout(format)
+            if !format.isCanonical {
+                input.raw = resources.allocateRaw(format.bufferCount, bytes: frames(at: format.sampleRate) * Int(format.bytesPerFrame))
+                input.rawBytesPerFrame = Int(format.bytesPerFrame)
+            }
+        case nil:
+            return (input, 0)
+        }
+        input.sourceRateIndex = rateIndex(format.sampleRate)
+        let sourceChannels = Int(format.channelsPerFrame)
+        if format.sampleRate == unitRate && accepts(sourceChannels) {
+            input.channels = input.source
+            input.channelCount = sourceChannels
+        } else {
+            let storage = try converter(ConverterKey(
+                site: site, node: key.node, element: key.element,
+                sourceChannels: sourceChannels, sourceRate: format.sampleRate,
+                destinationChannels: channels, destinationRate: unitRate,
+                graphRate: rate, maxFrames: maxFrames))
+            input.converter = storage.converter
+            input.channels = storage.converter.pointee.output
+            input.channelCount = channels
+            latency += storage.latency
+            unitLatency[key.node] = max(unitLatency[key.node] ?? 0, storage.latency)
+        }
+        return (input, latency)
+    }
+
+    /// The units in pull order, each with its inputs, output buffers and kernel state (kept
+    /// from the unit's previous plan when its size still fits, so filter memory carries on).
+    private mutating func planSteps() throws(AudioUnitError) -> UnsafeMutablePointer<PlanStep> {
+        let steps = resources.allocate(PlanStep.self, count: order.count)
+        for (index, node) in order.enumerated() {
+            let unit = topology.nodes[node]!
+            let formats = resolved[node]!
+            let outChannels = Int(formats.outputs[0].channelsPerFrame)
+            let unitRate = formats.outputs[0].sampleRate
+            let inputs = resources.allocate(PlanInput.self, count: formats.inputs.count)
+            var latency = 0.0
+            for element in 0..<formats.inputs.count {
+                let (input, inputLatency) = try planInput(InputKey(node: node, element: AudioUnitElement(element)),
+                                                          format: formats.inputs[element], site: .unitInput,
+                                                          channels: outChannels, unitRate: unitRate,
+                                                          accepts: { unit.acceptsInputChannels($0, outputChannels: outChannels) })
+                inputs[element] = input
+                latency = max(latency, inputLatency)
+            }
+            latencyOut[node] = latency
+            let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: frames(at: unitRate))
+            outputBuffers[node] = output
+            let inputChannels = (0..<formats.inputs.count).map { inputs[$0].channelCount }
+            let stateSize = unit.kernelStateSize(inputChannels: inputChannels, outputChannels: outChannels)
+            let kernel: KernelStorage
+            if let existing = unit.kernel, existing.byteCount == stateSize {
+                kernel = existing
+            } else {
+                kernel = KernelStorage(byteCount: stateSize)
+                unit.prepareKernelState(kernel.bytes, inputCount: inputChannels.count)
+            }
+            kernels[node] = kernel
+            resources.retained.append(contentsOf: [unit, unit.bank, kernel] as [AnyObject])
+            steps[index] = PlanStep(kind: unit.kernelKind, state: kernel.bytes, parameters: unit.bank.values,
+                                    automation: unit.bank.automation.state,
+                                    inputs: inputs, inputCount: formats.inputs.count,
+                                    output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
+                                    sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate),
+                                    custom: customKernel(unit, inputChannels: inputChannels, outputChannels: outChannels),
+                                    links: Unmanaged.passUnretained(unit.renderLinks))
+        }
+        return steps
+    }
+
+    /// Scratch and the unretained unit for a ``RenderCallbackUnit``'s kernel.
+    private func customKernel(_ unit: AudioUnit, inputChannels: [Int], outputChannels: Int) -> UnsafeMutablePointer<CustomKernel>? {
+        guard let custom = unit as? RenderCallbackUnit else { return nil }
+        let maxChannels = max(outputChannels, inputChannels.max() ?? 0)
+        let kernel = resources.allocate(CustomKernel.self, count: 1)
+        kernel.initialize(to: CustomKernel(
+            box: Unmanaged.passUnretained(custom).toOpaque(),
+            lists: resources.allocate(AudioBufferList.self, count: inputChannels.count),
+            connected: resources.allocate(Bool.self, count: inputChannels.count),
+            pointers: resources.allocate(UnsafeMutablePointer<Float>.self, count: (inputChannels.count + 1) * maxChannels),
+            maxChannels: maxChannels, parameterCount: custom.bank.count, sliceTime: 0))
+        return kernel
+    }
+
+    // MARK: - Stage 5: device output (IO element 0)
+
+    /// What feeds IO element 0, converted to the device's format; and the plan's latency from
+    /// device input to device output, in seconds.
+    private mutating func planDeviceOutput() throws(AudioUnitError) -> (PlanInput, Double) {
+        let deviceOutChannels = Int(io.deviceOutputFormat.channelsPerFrame)
+        return try planInput(ioOutputKey, format: ioOutFormat, site: .deviceOutput,
+                             channels: deviceOutChannels, unitRate: rate,
+                             accepts: { $0 == deviceOutChannels })
+    }
+
+    // MARK: - Stage 6: the plan
+
+    /// The plan itself: steps, both IO sides, rate domains and notifications, in memory the
+    /// resources own.
+    private mutating func makePlan(steps: UnsafeMutablePointer<PlanStep>, deviceInput: DeviceInput,
+                                   ioOutput: PlanInput) -> UnsafeMutablePointer<RenderPlan> {
+        var inputCallback: UnsafeMutableRawPointer?
+        if let callback = io.inputCallback {
+            let box = CallbackBox(input: callback)
+            resources.retained.append(box)
+            inputCallback = Unmanaged.passUnretained(box).toOpaque()
+        }
+        resources.retained.append(io)
+        let domainRates = resources.allocate(Double.self, count: rates.count)
+        for (i, r) in rates.enumerated() { domainRates[i] = r }
+        let domains = RateDomains(rates: domainRates, rateCount: rates.count,
+                                  frames: resources.allocate(Int.self, count: rates.count),
+                                  times: resources.allocate(Double.self, count: rates.count))
+        let notifications = resources.allocate(UnsafeMutableRawPointer.self, count: notificationBoxes.count)
+        for (i, box) in notificationBoxes.enumerated() {
+            resources.retained.append(box)
+            notifications[i] = Unmanaged.passUnretained(box).toOpaque()
+        }
+        let deviceOutChannels = Int(io.deviceOutputFormat.channelsPerFrame)
+        let notificationCapacity = max(deviceInput.channels, deviceOutChannels)
+        let plan = resources.allocate(RenderPlan.self, count: 1)
+        plan.initialize(to: RenderPlan(
+            steps: steps, stepCount: order.count, maxFrames: maxFrames, sampleRate: rate,
+            ioInput: deviceInput.input, ioInputChannels: Int(ioIn.channelsPerFrame),
+            ioInputEnabled: io.inputEnabled,
+            inputCallback: inputCallback,
+            ioOutput: ioOutput, ioOutputEnabled: io.outputEnabled,
+            domains: domains,
+            notifications: notifications, notificationCount: notificationBoxes.count,
+            notificationChannels: resources.allocate(UnsafeMutablePointer<Float>.self, count: notificationCapacity),
+            notificationCapacity: notificationCapacity,
+            ioDevice: deviceInput.device, ioDeviceSilence: deviceInput.silence, ioDeviceChannels: deviceInput.channels,
+            ioInputConverter: deviceInput.converter, ioInputRateIndex: deviceInput.rateIndex,
+            ioInputLayout: RawLayout(ioIn), ioInputRaw: deviceInput.raw, ioInputRawBytesPerFrame: Int(ioIn.bytesPerFrame),
+            ioLinks: Unmanaged.passUnretained(io.renderLinks)))
+        return plan
+    }
+}
+
+extension AudioGraph {
+    /// Builds the plan for `topology` (see ``PlanBuilder``). Control thread; allocates.
+    func buildPlan(_ topology: Topology) throws(AudioUnitError) -> BuiltPlan {
+        var builder = try PlanBuilder(topology, converterCache: converterCache, notifications: notifications.map(\.box))
+        return try builder.build()
+    }
+}

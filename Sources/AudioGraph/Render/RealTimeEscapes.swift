@@ -1,0 +1,139 @@
+// Render: every call the render path makes that `@_noLocks` cannot check — each one deliberate, listed in Docs' real-time rules.
+import CJack
+import CSampleRate
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The render path's escapes from the `@_noLocks` checks, one wrapper per C function or
+/// callback kind, so they can be read (and audited) in one place. The list matches
+/// RealTimeRules.md line for line. Everything else on the render path is compiler-checked.
+///
+/// Thread: the render thread (each is real-time safe for the reason its comment gives).
+enum RealTime {
+    // MARK: - Threads and clocks
+
+    /// `pthread_self`: which thread is rendering, so edits from it can be refused. Reads a
+    /// thread-local register; no lock.
+    @_noLocks @inline(__always)
+    static func threadID() -> UInt { _unsafePerformance { UInt(pthread_self()) } }
+
+    /// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds, for the CPU-load measurement: a vDSO
+    /// call, no system call, no lock.
+    @_noLocks @inline(__always)
+    static func monotonicNanoseconds() -> UInt64 {
+        var t = timespec()
+        _ = _unsafePerformance { clock_gettime(CLOCK_MONOTONIC, &t) }
+        return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
+    }
+
+    // MARK: - libm (pure arithmetic: coefficient updates, ramps, frame counts, rounding)
+
+    /// `sin` from libm.
+    @_noLocks @inline(__always) static func sin(_ x: Double) -> Double { _unsafePerformance { Glibc.sin(x) } }
+    /// `cos` from libm.
+    @_noLocks @inline(__always) static func cos(_ x: Double) -> Double { _unsafePerformance { Glibc.cos(x) } }
+    /// `pow` from libm.
+    @_noLocks @inline(__always) static func pow(_ x: Double, _ y: Double) -> Double { _unsafePerformance { Glibc.pow(x, y) } }
+    /// `exp` from libm.
+    @_noLocks @inline(__always) static func exp(_ x: Double) -> Double { _unsafePerformance { Glibc.exp(x) } }
+    /// `log` from libm.
+    @_noLocks @inline(__always) static func log(_ x: Double) -> Double { _unsafePerformance { Glibc.log(x) } }
+    /// `floor` from libm.
+    @_noLocks @inline(__always) static func floor(_ x: Double) -> Double { _unsafePerformance { Glibc.floor(x) } }
+    /// `rint` from libm (round to nearest even, the current rounding mode).
+    @_noLocks @inline(__always) static func rint(_ x: Double) -> Double { _unsafePerformance { Glibc.rint(x) } }
+    /// `rintf` from libm.
+    @_noLocks @inline(__always) static func rintf(_ x: Float) -> Float { _unsafePerformance { Glibc.rintf(x) } }
+
+    // MARK: - libsamplerate (works in the memory src_new allocated when the plan was built)
+
+    /// `src_process`: resamples one call's worth of frames; returns its error code (0 = none).
+    @_noLocks @inline(__always)
+    static func srcProcess(_ state: OpaquePointer, _ data: inout SRC_DATA) -> Int32 {
+        _unsafePerformance { src_process(state, &data) }
+    }
+
+    /// `src_reset`: clears a resampler's history.
+    @_noLocks @inline(__always)
+    static func srcReset(_ state: OpaquePointer) { _ = _unsafePerformance { src_reset(state) } }
+
+    // MARK: - libjack's ring buffer (lock-free single producer, single consumer; ringbuffer.h)
+
+    /// `jack_ringbuffer_write_space`: bytes the producer may write.
+    @_noLocks @inline(__always)
+    static func ringWriteSpace(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>) -> Int {
+        _unsafePerformance { jack_ringbuffer_write_space(ring) }
+    }
+
+    /// `jack_ringbuffer_get_write_vector`: the (up to two) free regions, without copying.
+    @_noLocks @inline(__always)
+    static func ringWriteVector(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>, _ vector: UnsafeMutablePointer<jack_ringbuffer_data_t>) {
+        _unsafePerformance { jack_ringbuffer_get_write_vector(ring, vector) }
+    }
+
+    /// `jack_ringbuffer_write_advance`: makes `bytes` written bytes visible to the consumer.
+    @_noLocks @inline(__always)
+    static func ringWriteAdvance(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>, _ bytes: Int) {
+        _unsafePerformance { jack_ringbuffer_write_advance(ring, bytes) }
+    }
+
+    /// `jack_ringbuffer_read_space`: bytes the consumer may read.
+    @_noLocks @inline(__always)
+    static func ringReadSpace(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>) -> Int {
+        _unsafePerformance { jack_ringbuffer_read_space(ring) }
+    }
+
+    /// `jack_ringbuffer_get_read_vector`: the (up to two) filled regions, without copying.
+    @_noLocks @inline(__always)
+    static func ringReadVector(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>, _ vector: UnsafeMutablePointer<jack_ringbuffer_data_t>) {
+        _unsafePerformance { jack_ringbuffer_get_read_vector(ring, vector) }
+    }
+
+    /// `jack_ringbuffer_read_advance`: releases `bytes` read bytes to the producer.
+    @_noLocks @inline(__always)
+    static func ringReadAdvance(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>, _ bytes: Int) {
+        _unsafePerformance { jack_ringbuffer_read_advance(ring, bytes) }
+    }
+
+    // MARK: - The application's callbacks (its code, under the rules for render callbacks)
+
+    /// Calls a render callback (an unretained `CallbackBox`); returns its status.
+    @_noLocks @inline(__always)
+    static func callRender(_ box: UnsafeMutableRawPointer, _ timeStamp: AudioTimeStamp, _ element: AudioUnitElement,
+                           _ list: AudioBufferList) -> Int32 {
+        _unsafePerformance {
+            Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.render?(timeStamp, element, list) ?? 0 }
+        }
+    }
+
+    /// Calls the IO unit's input callback (an unretained `CallbackBox`).
+    @_noLocks @inline(__always)
+    static func callInput(_ box: UnsafeMutableRawPointer, _ timeStamp: AudioTimeStamp, _ list: AudioBufferList) {
+        _unsafePerformance {
+            Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.input?(timeStamp, list) }
+        }
+    }
+
+    /// Calls a render notification (an unretained `CallbackBox`).
+    @_noLocks @inline(__always)
+    static func callNotification(_ box: UnsafeMutableRawPointer, _ phase: RenderNotificationPhase,
+                                 _ timeStamp: AudioTimeStamp, _ list: AudioBufferList) {
+        _unsafePerformance {
+            Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.notify?(phase, timeStamp, list) }
+        }
+    }
+
+    /// Calls a ``RenderCallbackUnit``'s process callback (the unit unretained); counts a
+    /// non-zero status in the unit's failures and returns it.
+    @_noLocks @inline(__always)
+    static func callProcess(_ unit: UnsafeMutableRawPointer, _ context: ProcessContext) -> Int32 {
+        _unsafePerformance {
+            Unmanaged<RenderCallbackUnit>.fromOpaque(unit)._withUnsafeGuaranteedRef { unit in
+                let status = unit.process(context)
+                if status != 0 { unit.failures.add(1, ordering: .relaxed) }
+                return status
+            }
+        }
+    }
+}

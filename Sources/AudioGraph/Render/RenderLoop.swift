@@ -1,0 +1,209 @@
+// Render: one slice — device input, every unit in pull order, device output.
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The part of a unit's slice its kernel renders in one call: the whole slice, or (while
+/// parameter automation runs) a piece of it between scheduled events. Trivial.
+struct RenderPiece {
+    /// First frame of the piece within the slice's buffers, 0…slice frames.
+    var offset: Int
+    /// Frames in the piece, 0…slice frames − offset (0: only move smoothing state).
+    var frames: Int
+    /// Parameter changes since the last piece are steps (scheduled immediate events): start
+    /// at the new values instead of gliding to them.
+    var snapsParameters: Bool
+    /// The piece is the whole slice, so a kernel may pass its input's buffers on instead of
+    /// copying them.
+    var isWholeSlice: Bool
+
+    /// A piece (an explicit initializer: kernels in other files may not call an implicit one
+    /// under `@_noLocks`).
+    @_noLocks @inline(__always)
+    init(offset: Int, frames: Int, snapsParameters: Bool, isWholeSlice: Bool) {
+        self.offset = offset
+        self.frames = frames
+        self.snapsParameters = snapsParameters
+        self.isWholeSlice = isWholeSlice
+    }
+
+    /// A whole slice of `frames` frames, parameters smoothed.
+    @_noLocks @inline(__always)
+    static func wholeSlice(_ frames: Int) -> RenderPiece {
+        RenderPiece(offset: 0, frames: frames, snapsParameters: false, isWholeSlice: true)
+    }
+}
+
+/// The render loop: what happens inside one slice, hop by hop. Render thread only; every
+/// function is `@_noLocks`.
+///
+/// 1. IO element 1: the device's buffers, read in place (or converted), the input callback,
+///    the IO unit's element-1 observers.
+/// 2. Each plan step in pull order: its inputs pulled (render callbacks, converters), its
+///    kernel run on the slice (or in pieces, ``renderAutomated(_:frames:time:)``), its observers.
+/// 3. IO element 0: what feeds it, converted to the device format, copied to the device.
+enum RenderLoop {
+
+    /// Calls the plan's render notifications with the device buffers of one slice.
+    @_noLocks @inline(__always)
+    static func notify(_ plan: UnsafeMutablePointer<RenderPlan>, _ phase: RenderNotificationPhase,
+                       input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
+                       offset: Int, frames: Int, sampleTime: Double) {
+        let count = plan.pointee.notificationCount
+        guard count > 0 else { return }
+        let scratch = plan.pointee.notificationChannels
+        let channels = min(inputChannelCount, plan.pointee.notificationCapacity)
+        var list = AudioBufferList(channelPointers: UnsafePointer(scratch), channelCount: 0, frameCount: frames)
+        if let input {
+            for c in 0..<channels { scratch[c] = input[c] + offset }
+            list = AudioBufferList(channelPointers: UnsafePointer(scratch), channelCount: channels, frameCount: frames)
+        }
+        let timeStamp = AudioTimeStamp(sampleTime: sampleTime)
+        for i in 0..<count {
+            RealTime.callNotification(plan.pointee.notifications[i], phase, timeStamp, list)
+        }
+    }
+
+    /// Renders one slice of `frames` frames (≤ the plan's maxFrames) at `offset` in the
+    /// device's buffers; returns the render errors counted (failed callbacks, converter glitches).
+    @_noLocks
+    static func renderSlice(_ plan: UnsafeMutablePointer<RenderPlan>, frames: Int, offset: Int,
+                            input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
+                            output: UnsafePointer<UnsafeMutablePointer<Float>>, outputChannelCount: Int,
+                            sampleTime: Double) -> UInt64 {
+        let p = plan.pointee
+        var errors: UInt64 = 0
+        let domains = p.domains
+        domains.advance(graphTime: sampleTime, frames: frames)
+        // 1. IO element 1 reads the device's buffers in place (nothing writes to them), or
+        //    silence; converted to the application side's format when that differs.
+        for c in 0..<p.ioDeviceChannels {
+            if p.ioInputEnabled, let input, c < inputChannelCount {
+                p.ioDevice[c] = input[c] + offset
+            } else {
+                p.ioDevice[c] = p.ioDeviceSilence[c]  // all zeros: nothing writes to it
+            }
+        }
+        let inputFrames = domains.frames[p.ioInputRateIndex]
+        if let converter = p.ioInputConverter {
+            errors &+= converter.pointee.render(p.ioDevice, sourceFrames: frames, destinationFrames: inputFrames)
+            SampleConversion.quantize(p.ioInput, channels: p.ioInputChannels, frames: inputFrames, kind: p.ioInputLayout.kind)
+        }
+        if let box = p.inputCallback {
+            let timeStamp = AudioTimeStamp(sampleTime: domains.times[p.ioInputRateIndex])
+            let list: AudioBufferList
+            if let raw = p.ioInputRaw {
+                SampleConversion.encode(p.ioInput, p.ioInputLayout, offset: 0, frames: inputFrames, into: raw)
+                list = AudioBufferList(raw: raw, layout: p.ioInputLayout, bytesPerFrame: p.ioInputRawBytesPerFrame, frameCount: inputFrames)
+            } else {
+                list = AudioBufferList(channelPointers: UnsafePointer(p.ioInput), channelCount: p.ioInputChannels, frameCount: inputFrames)
+            }
+            RealTime.callInput(box, timeStamp, list)
+        }
+        Observers.run(p.ioLinks, element: 1, channels: p.ioInput, channelCount: p.ioInputChannels, frames: inputFrames,
+                      sampleRate: domains.rates[p.ioInputRateIndex], sampleTime: domains.times[p.ioInputRateIndex])
+        // 2. Units in pull order, each at its own rate.
+        for i in 0..<p.stepCount {
+            let step = p.steps + i
+            for k in 0..<step.pointee.inputCount {
+                let input = step.pointee.inputs + k
+                // Most inputs are plain connections: nothing to run before the kernel reads them.
+                if input.pointee.callback != nil || input.pointee.converter != nil {
+                    errors &+= pullInput(input, domains)
+                }
+            }
+            let n = domains.frames[step.pointee.rateIndex]
+            let owned = step.pointee.ownedOutput, output = step.pointee.output
+            for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
+            if let custom = step.pointee.custom { custom.pointee.sliceTime = domains.times[step.pointee.rateIndex] }
+            if step.pointee.automation.pointee.isIdle {
+                runKernel(step, .wholeSlice(n))
+            } else {
+                renderAutomated(step, frames: n, time: Int64(domains.times[step.pointee.rateIndex]))
+            }
+            Observers.run(step.pointee.links, element: 0, channels: step.pointee.output, channelCount: step.pointee.outputChannelCount,
+                          frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
+        }
+        // 3. IO element 0 to the device (converted to the device's format by its input).
+        var ioOutput = p.ioOutput
+        errors &+= pullInput(&ioOutput, domains)
+        for c in 0..<outputChannelCount {
+            let dst = output[c] + offset
+            if p.ioOutputEnabled, let src = ioOutput.channels, c < ioOutput.channelCount {
+                copy(src[c], to: dst, frames: frames)
+            } else {
+                dst.update(repeating: 0, count: frames)
+            }
+        }
+        Observers.run(p.ioLinks, element: 0, channels: p.ioOutputEnabled ? ioOutput.channels : nil,
+                      channelCount: ioOutput.channels == nil ? outputChannelCount : ioOutput.channelCount,
+                      frames: frames, sampleRate: p.sampleRate, sampleTime: sampleTime)
+        return errors
+    }
+
+    /// Runs a step's kernel on one piece of its slice: the one switch over kernel kinds (no
+    /// existentials). Every kernel takes the step and the piece.
+    @_noLocks @inline(__always)
+    static func runKernel(_ step: UnsafeMutablePointer<PlanStep>, _ piece: RenderPiece) {
+        switch step.pointee.kind {
+        case .mixer: MixerKernel.render(step, piece)
+        case .lowPass: LowPassKernel.render(step, piece)
+        case .muteGate: MuteGateKernel.render(step, piece)
+        case .custom: CustomKernel.render(step, piece)
+        case .filePlayer: FilePlayerKernel.render(step, piece)
+        case .passthrough: PassthroughKernel.render(step, piece)
+        }
+    }
+
+    /// Prepares one input element for its unit: runs its render callback (zeroed first,
+    /// silenced again if the callback fails; decoded from the callback's format), then its
+    /// converter. Returns the render errors counted (failed callbacks, converter glitches).
+    @_noLocks
+    static func pullInput(_ input: UnsafeMutablePointer<PlanInput>, _ domains: RateDomains) -> UInt64 {
+        var errors: UInt64 = 0
+        let sourceFrames = domains.frames[input.pointee.sourceRateIndex]
+        if let box = input.pointee.callback, let source = input.pointee.source {
+            let timeStamp = AudioTimeStamp(sampleTime: domains.times[input.pointee.sourceRateIndex])
+            let layout = input.pointee.rawLayout
+            let element = input.pointee.element
+            let list: AudioBufferList
+            if let raw = input.pointee.raw {
+                let buffers = layout.interleaved ? 1 : layout.channels
+                let bytes = input.pointee.rawBytesPerFrame &* sourceFrames
+                for b in 0..<buffers { raw[b].initializeMemory(as: UInt8.self, repeating: 0, count: bytes) }
+                list = AudioBufferList(raw: raw, layout: layout, bytesPerFrame: input.pointee.rawBytesPerFrame, frameCount: sourceFrames)
+            } else {
+                zero(source, channels: layout.channels, frames: sourceFrames)
+                list = AudioBufferList(channelPointers: UnsafePointer(source), channelCount: layout.channels, frameCount: sourceFrames)
+            }
+            let status = RealTime.callRender(box, timeStamp, element, list)
+            if status != 0 {
+                zero(source, channels: layout.channels, frames: sourceFrames)
+                errors &+= 1
+            } else if let raw = input.pointee.raw {
+                SampleConversion.decode(raw, layout, offset: 0, frames: sourceFrames, into: source)
+            }
+        }
+        if let converter = input.pointee.converter {
+            errors &+= converter.pointee.render(input.pointee.source, sourceFrames: sourceFrames,
+                                                destinationFrames: domains.frames[input.pointee.destinationRateIndex])
+        }
+        return errors
+    }
+}
+
+/// The kernel of a unit without one of its own: input element 0 copied to the output (silence
+/// where the input has no channel).
+enum PassthroughKernel {
+    /// Copies frames `piece.offset..<piece.offset + piece.frames`. Render thread.
+    @_noLocks
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, _ piece: RenderPiece) {
+        let s = step.pointee
+        let offset = piece.offset, frames = piece.frames
+        for c in 0..<s.outputChannelCount {
+            if let src = s.inputs[0].channels, c < s.inputs[0].channelCount { copy(src[c] + offset, to: s.output[c] + offset, frames: frames) }
+            else { (s.output[c] + offset).update(repeating: 0, count: frames) }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+// Units: the file player (AudioFilePlayer analogue) — disk thread, ring, render side.
+import CJack
+import CSndFile
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Plays an audio file into the graph: the `kAudioUnitSubType_AudioFilePlayer` analogue, with
+/// no inputs and one output element.
+///
+/// A disk thread reads the file with libsndfile (WAV, FLAC, AIFF, Ogg… anything it reads),
+/// converts it to the unit's output format with an ``AudioConverter`` (libsamplerate across
+/// rates; 1 → N copies, N → 1 averages) and writes interleaved Float32 frames into a lock-free
+/// ring (libjack's `jack_ringbuffer`, one second deep); the render thread only reads the ring.
+/// When the ring runs dry while playing, the missing frames render as silence and count in
+/// ``underrunCount`` / ``underrunFrames`` — the render thread never waits for the disk.
+///
+/// Control: ``open(_:)``, ``play()``, ``stop()`` (pauses; ``play()`` resumes where it stopped),
+/// ``seek(toFrame:)``, ``isLooping``. After a seek the output is silent until the disk thread
+/// has refilled the ring from the new position (typically a few milliseconds; not counted as
+/// an underrun). At the end of the file (not looping) the unit renders silence and
+/// ``isAtEnd`` turns true.
+///
+/// The output format (rate, channels) is the unit's output element 0 format when ``play()`` is
+/// called: set it (uninitialized) or let it follow the graph, then call play after
+/// `initialize()`. Thread: control calls from a control thread; counters from any thread.
+public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
+    let core = PlayerCore()
+    private var file: OpaquePointer?
+    private var disk: ConsumerThread?
+
+    /// The open file's frame count, sample rate (Hz) and channel count; nil before ``open(_:)``.
+    public private(set) var fileFormat: (frames: Int64, sampleRate: Double, channels: Int)?
+
+    /// Creates a player with a stereo 48 kHz output and no file.
+    public init() {
+        let stereo = try! StreamFormat.float32(sampleRate: 48_000, channels: 2)
+        super.init(type: .audioFilePlayer, inputFormats: [], outputFormats: [stereo])
+        renderLinks.context.store(Unmanaged.passUnretained(core).toOpaque(), ordering: .releasing)
+    }
+
+    deinit {
+        stopDiskThread()
+        if let file { sf_close(file) }
+    }
+
+    override var kernelKind: KernelKind { .filePlayer }
+
+    /// Opens a file for playback, replacing any open one; playback is stopped and positioned
+    /// at frame 0.
+    /// - Parameter path: any file libsndfile reads.
+    /// - Throws: ``AudioUnitError/invalidFile`` (−10871) when libsndfile cannot read it; the
+    ///   player is unchanged.
+    /// - Thread: control thread.
+    public func open(_ path: String) throws(AudioUnitError) {
+        var info = SF_INFO()
+        guard let opened = sf_open(path, Int32(SFM_READ), &info) else { throw .invalidFile }
+        stopDiskThread()
+        core.playing.store(false, ordering: .releasing)
+        // Take the ring away from the render thread before touching it.
+        core.ringAddress.store(0, ordering: .sequentiallyConsistent)
+        _ = graph?.waitForRenderThreadToPass()
+        if let file { sf_close(file) }
+        file = opened
+        fileFormat = (Int64(info.frames), Double(info.samplerate), Int(info.channels))
+        core.reset()
+    }
+
+    /// Starts (or resumes) playback. The disk thread starts filling the ring at once; the render
+    /// thread plays from the next slice that finds frames.
+    /// - Throws: ``AudioUnitError/invalidFile`` (no file open), ``AudioUnitError/formatNotSupported``
+    ///   (no converter from the file to the output format, e.g. a rate ratio beyond 256).
+    /// - Thread: control thread; starts the disk thread.
+    public func play() throws(AudioUnitError) {
+        guard let file, let fileFormat else { throw .invalidFile }
+        if disk == nil {
+            let output = try StreamFormat.float32(sampleRate: outputFormats[0].sampleRate,
+                                                  channels: outputFormats[0].channelsPerFrame, interleaved: true)
+            let source = try StreamFormat.float32(sampleRate: fileFormat.sampleRate, channels: UInt32(fileFormat.channels), interleaved: true)
+            let converter = source == output ? nil : try AudioConverter(from: source, to: output, maximumInputFrames: 1024)
+            guard core.prepare(channels: Int(output.channelsPerFrame), rate: output.sampleRate) else { throw .failedInitialization }
+            let reader = DiskReader(core: core, file: file, fileChannels: fileFormat.channels, converter: converter)
+            core.quit.store(false, ordering: .releasing)
+            disk = ConsumerThread { reader.run() }
+        }
+        core.playing.store(true, ordering: .releasing)
+    }
+
+    /// Stops playback; the position stays, so ``play()`` resumes from it. Thread: any.
+    public func stop() { core.playing.store(false, ordering: .releasing) }
+
+    /// Moves the play position.
+    /// - Parameter frame: 0…frames in the file (at the file's rate).
+    /// - Throws: ``AudioUnitError/invalidFile`` (no file), ``AudioUnitError/invalidPropertyValue``
+    ///   (out of range).
+    /// - Thread: control thread.
+    public func seek(toFrame frame: Int64) throws(AudioUnitError) {
+        guard let fileFormat else { throw .invalidFile }
+        guard frame >= 0, frame <= fileFormat.frames else { throw .invalidPropertyValue }
+        core.seekTarget.store(frame, ordering: .relaxed)
+        core.seekRequest.add(1, ordering: .releasing)
+    }
+
+    /// Whether playback wraps to the start at the end of the file (seamless: the converter's
+    /// stream continues across the wrap). Thread: any.
+    public var isLooping: Bool {
+        get { core.looping.load(ordering: .relaxed) }
+        set { core.looping.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Whether the player is playing (not stopped). Thread: any.
+    public var isPlaying: Bool { core.playing.load(ordering: .relaxed) }
+    /// Whether playback reached the end of the file (not looping) and rendered all of it. Thread: any.
+    public var isAtEnd: Bool { core.atEnd.load(ordering: .relaxed) }
+    /// Slices that found too few frames in the ring while playing. Thread: any.
+    public var underrunCount: UInt64 { core.underruns.load(ordering: .relaxed) }
+    /// Frames rendered as silence because of underruns. Thread: any.
+    public var underrunFrames: UInt64 { core.underrunFrames.load(ordering: .relaxed) }
+    /// Frames of the file rendered (at the output rate). Thread: any.
+    public var framesPlayed: UInt64 { core.played.load(ordering: .relaxed) }
+    /// Frames waiting in the ring (at the output rate). Thread: any.
+    public var bufferedFrames: Int { core.bufferedFrames }
+
+    private func stopDiskThread() {
+        guard let disk else { return }
+        core.quit.store(true, ordering: .releasing)
+        disk.join()
+        self.disk = nil
+    }
+}
+
+/// What the render thread and the disk thread share.
+final class PlayerCore: @unchecked Sendable {
+    /// The ring of interleaved Float32 frames at the output format (nil until the first play).
+    let ringAddress = Atomic<UInt>(0)
+    let channels = Atomic<Int>(0)
+    let playing = Atomic<Bool>(false)
+    let looping = Atomic<Bool>(false)
+    let quit = Atomic<Bool>(false)
+    /// Disk thread: the file is exhausted and everything is in the ring.
+    let endWritten = Atomic<Bool>(false)
+    let atEnd = Atomic<Bool>(false)
+    // Seek protocol: control bumps `seekRequest`; the disk thread stops writing and sets
+    // `diskParked`; the render thread then empties the ring and sets `flushed`; the disk thread
+    // seeks and writes again. The render thread plays silence while `flushed` lags the request.
+    let seekRequest = Atomic<UInt32>(0)
+    let seekTarget = Atomic<Int64>(0)
+    let diskParked = Atomic<UInt32>(0)
+    let flushed = Atomic<UInt32>(0)
+    let underruns = Atomic<UInt64>(0)
+    let underrunFrames = Atomic<UInt64>(0)
+    let played = Atomic<UInt64>(0)
+    private var ring: UnsafeMutablePointer<jack_ringbuffer_t>?
+
+    /// Gives the render thread an empty ring for `channels` (one second at `rate`); false
+    /// when libjack cannot allocate it. Control thread, with the ring detached (``AudioFilePlayerUnit/open(_:)``).
+    func prepare(channels count: Int, rate: Double) -> Bool {
+        if ringAddress.load(ordering: .sequentiallyConsistent) != 0 { return true }
+        if let existing = ring, channels.load(ordering: .relaxed) == count {
+            jack_ringbuffer_reset(existing)
+        } else {
+            if let ring { jack_ringbuffer_free(ring) }
+            ring = jack_ringbuffer_create(Int(rate) * count * MemoryLayout<Float>.stride)
+        }
+        guard let ring else { return false }
+        _ = jack_ringbuffer_mlock(ring)
+        channels.store(count, ordering: .relaxed)
+        ringAddress.store(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(ring))), ordering: .sequentiallyConsistent)
+        return true
+    }
+
+    /// Back to frame 0 (control thread; disk thread stopped, ring detached).
+    func reset() {
+        endWritten.store(false, ordering: .relaxed)
+        atEnd.store(false, ordering: .relaxed)
+        flushed.store(seekRequest.load(ordering: .relaxed), ordering: .relaxed)
+        diskParked.store(seekRequest.load(ordering: .relaxed), ordering: .relaxed)
+        played.store(0, ordering: .relaxed)
+    }
+
+    var bufferedFrames: Int {
+        guard let ring = UnsafeMutablePointer<jack_ringbuffer_t>(bitPattern: ringAddress.load(ordering: .acquiring)) else { return 0 }
+        let frameBytes = max(1, channels.load(ordering: .relaxed)) * MemoryLayout<Float>.stride
+        return jack_ringbuffer_read_space(ring) / frameBytes
+    }
+
+    deinit { if let ring { jack_ringbuffer_free(ring) } }
+
+    /// Renders one slice. Render thread.
+    @_noLocks
+    func render(_ output: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, channels outChannels: Int, offset: Int, frames: Int) {
+        for c in 0..<outChannels { (output[c] + offset).update(repeating: 0, count: frames) }
+        // Sequentially consistent: pairs with open()'s detach-then-wait (see waitForRenderThreadToPass).
+        guard let ring = UnsafeMutablePointer<jack_ringbuffer_t>(bitPattern: ringAddress.load(ordering: .sequentiallyConsistent)) else { return }
+        // Seek: once the disk thread has parked, drop whatever the ring holds.
+        let request = seekRequest.load(ordering: .acquiring)
+        if flushed.load(ordering: .relaxed) != request {
+            if diskParked.load(ordering: .acquiring) == request {
+                let stale = RealTime.ringReadSpace(ring)
+                RealTime.ringReadAdvance(ring, stale)
+                atEnd.store(false, ordering: .relaxed)
+                flushed.store(request, ordering: .releasing)
+            }
+            return
+        }
+        guard playing.load(ordering: .relaxed) else { return }
+        let ringChannels = channels.load(ordering: .relaxed)
+        let frameBytes = ringChannels &* MemoryLayout<Float>.stride
+        guard frameBytes > 0 else { return }
+        let end = endWritten.load(ordering: .acquiring)  // before the space: frames written before `end` are counted
+        let available = RealTime.ringReadSpace(ring) / frameBytes
+        let n = min(available, frames)
+        if n > 0 {
+            var vector = (jack_ringbuffer_data_t(), jack_ringbuffer_data_t())
+            withUnsafeMutablePointer(to: &vector) { v in
+                v.withMemoryRebound(to: jack_ringbuffer_data_t.self, capacity: 2) { vec in
+                    RealTime.ringReadVector(ring, vec)
+                    // Deinterleave frame by frame across the ring's two segments.
+                    for f in 0..<n {
+                        let byte = f &* frameBytes
+                        let first = vec[0].len
+                        let segment = byte < first ? vec[0] : vec[1]
+                        let start = byte < first ? byte : byte &- first
+                        guard let base = segment.buf else { break }
+                        let frame = UnsafeRawPointer(base) + start
+                        for c in 0..<outChannels {
+                            let k = c < ringChannels ? c : ringChannels &- 1
+                            output[c][offset &+ f] = frame.loadUnaligned(fromByteOffset: k &* 4, as: Float.self)
+                        }
+                    }
+                }
+            }
+            RealTime.ringReadAdvance(ring, n &* frameBytes)
+            played.store(played.load(ordering: .relaxed) &+ UInt64(n), ordering: .relaxed)
+        }
+        if n < frames {
+            if end {
+                atEnd.store(true, ordering: .relaxed)
+            } else {
+                underruns.store(underruns.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
+                underrunFrames.store(underrunFrames.load(ordering: .relaxed) &+ UInt64(frames &- n), ordering: .relaxed)
+            }
+        }
+    }
+}
+
+/// The disk thread: reads, converts, fills the ring; follows seeks and loops.
+final class DiskReader: @unchecked Sendable {
+    let core: PlayerCore
+    let file: OpaquePointer
+    let fileChannels: Int
+    let converter: AudioConverter?
+    static let chunk = 1024
+
+    init(core: PlayerCore, file: OpaquePointer, fileChannels: Int, converter: AudioConverter?) {
+        self.core = core
+        self.file = file
+        self.fileChannels = fileChannels
+        self.converter = converter
+    }
+
+    func run() {
+        guard let ring = UnsafeMutablePointer<jack_ringbuffer_t>(bitPattern: core.ringAddress.load(ordering: .acquiring)) else { return }
+        let outChannels = core.channels.load(ordering: .relaxed)
+        let frameBytes = outChannels * MemoryLayout<Float>.stride
+        var input = [Float](repeating: 0, count: DiskReader.chunk * fileChannels)
+        let capacity = converter?.maximumOutputFrames(forInputFrames: DiskReader.chunk) ?? DiskReader.chunk
+        var output = [Float](repeating: 0, count: capacity * outChannels)
+        var handledSeek = core.flushed.load(ordering: .acquiring)
+        while !core.quit.load(ordering: .acquiring) {
+            let request = core.seekRequest.load(ordering: .acquiring)
+            if request != handledSeek {
+                // Park, wait for the render thread to empty the ring, then move.
+                core.diskParked.store(request, ordering: .releasing)
+                if core.flushed.load(ordering: .acquiring) != request { usleep(1000); continue }
+                sf_seek(file, core.seekTarget.load(ordering: .relaxed), SEEK_SET)
+                if let converter {
+                    _ = output.withUnsafeMutableBytes { raw in
+                        [raw.baseAddress!].withUnsafeBufferPointer { (try? converter.flush(into: $0.baseAddress!, capacity: capacity)) ?? 0 }
+                    }
+                }
+                core.endWritten.store(false, ordering: .releasing)
+                handledSeek = request
+                continue
+            }
+            if core.endWritten.load(ordering: .relaxed) || jack_ringbuffer_write_space(ring) < capacity * frameBytes {
+                usleep(2000)
+                continue
+            }
+            var frames = Int(input.withUnsafeMutableBufferPointer { sf_readf_float(file, $0.baseAddress, sf_count_t(DiskReader.chunk)) })
+            var last = false
+            if frames == 0 {
+                if core.looping.load(ordering: .relaxed) {
+                    sf_seek(file, 0, SEEK_SET)
+                    continue
+                }
+                last = true
+            }
+            var produced = frames
+            if let converter {
+                produced = input.withUnsafeMutableBytes { inRaw in
+                    output.withUnsafeMutableBytes { outRaw in
+                        [inRaw.baseAddress!].withUnsafeBufferPointer { i in
+                            [outRaw.baseAddress!].withUnsafeBufferPointer { o in
+                                last ? ((try? converter.flush(into: o.baseAddress!, capacity: capacity)) ?? 0)
+                                     : ((try? converter.convert(i.baseAddress!, frameCount: frames, into: o.baseAddress!, capacity: capacity)) ?? 0)
+                            }
+                        }
+                    }
+                }
+            } else if frames > 0 {
+                output.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: input, count: frames * outChannels) }
+            }
+            if produced > 0 {
+                _ = output.withUnsafeBytes { jack_ringbuffer_write(ring, $0.baseAddress!.assumingMemoryBound(to: CChar.self), produced * frameBytes) }
+            }
+            if last { core.endWritten.store(true, ordering: .releasing) }
+            frames = 0
+        }
+    }
+}
+
+enum FilePlayerKernel {
+    /// Renders one piece from the player's ring (silence before a file is open). Render thread.
+    @_noLocks
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, _ piece: RenderPiece) {
+        let offset = piece.offset, frames = piece.frames
+        let s = step.pointee
+        guard let context = s.links._withUnsafeGuaranteedRef({ $0.context.load(ordering: .acquiring) }) else {
+            for c in 0..<s.outputChannelCount { (s.output[c] + offset).update(repeating: 0, count: frames) }
+            return
+        }
+        Unmanaged<PlayerCore>.fromOpaque(context)._withUnsafeGuaranteedRef {
+            $0.render(s.output, channels: s.outputChannelCount, offset: offset, frames: frames)
+        }
+    }
+}

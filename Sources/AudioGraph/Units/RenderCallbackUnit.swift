@@ -1,0 +1,134 @@
+// Units: RenderCallbackUnit, your own Swift processing (the internalRenderBlock analogue).
+import Synchronization
+
+/// What a ``RenderCallbackUnit``'s process callback gets for one piece of a slice. A view,
+/// valid only during the call.
+public struct ProcessContext: @unchecked Sendable {
+    /// The first frame's time, in frames at the unit's rate since the graph started.
+    public let timeStamp: AudioTimeStamp
+    /// Frames to process, 0…MaximumFramesPerSlice (fewer than a slice when scheduled
+    /// parameter changes split it: each piece sees the parameter values in force during it).
+    public let frameCount: Int
+    /// The unit's sample rate in Hz (its output format's).
+    public let sampleRate: Double
+    /// Input elements, connected or not.
+    public let inputCount: Int
+    /// What the unit writes: its output format's channels, `frameCount` frames each. Zeroed
+    /// before the call.
+    public let output: AudioBufferList
+
+    let inputLists: UnsafePointer<AudioBufferList>
+    let inputConnected: UnsafePointer<Bool>
+    let parameterValues: UnsafeMutablePointer<Atomic<UInt32>>
+    let parameterCount: Int
+
+    /// Input element `element`'s audio in the unit's processing format (the output's rate and
+    /// channel count; the graph converts), or nil when nothing feeds it.
+    @_noLocks
+    public func input(_ element: Int) -> AudioBufferList? {
+        guard element >= 0, element < inputCount, inputConnected[element] else { return nil }
+        return inputLists[element]
+    }
+
+    /// The current value of the parameter with ID `id` (IDs are 0…count−1, in the order the unit
+    /// declared them), with scheduled ramps applied; 0 for an unknown ID.
+    @_noLocks
+    public func parameter(_ id: AudioUnitParameterID) -> Float {
+        guard Int(id) < parameterCount else { return 0 }
+        return loadParameter(parameterValues, Int(id))
+    }
+}
+
+/// Your own processing in Swift: the callback is called on the render thread for every slice
+/// (or piece of one) with the unit's inputs, converted to its processing format, and its output
+/// to fill. The `AUAudioUnit.internalRenderBlock` analogue.
+///
+/// The callback must follow the real-time rules (Docs/RealTimeRules.md): no allocation, locks,
+/// I/O, waiting, or touching class instances it did not capture beforehand; read parameters
+/// through the context. Return 0; any other value renders silence for that piece and counts a
+/// failed render (``failedRenderCount``).
+///
+/// Formats: the output is Float32 non-interleaved, any rate and channel count (default 48 kHz
+/// stereo, following the graph's rate until set); every input takes any format and is converted
+/// to the output's rate and channel count. Parameters: global scope, IDs 0…count−1, with the
+/// same clamping, scheduling and ramps as the built-in units'.
+/// Thread: create and configure on a control thread.
+public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
+    /// Called on the render thread; see the type's documentation.
+    public typealias Process = @Sendable (_ context: ProcessContext) -> Int32
+
+    let process: Process
+    let failures = Atomic<UInt64>(0)
+
+    /// Creates a unit.
+    /// - Parameters:
+    ///   - inputs: input elements, 0…64.
+    ///   - parameters: the unit's parameters, global scope, with IDs 0…count−1 in order.
+    ///   - process: the processing, called on the render thread.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` for an input count out of bounds;
+    ///   ``AudioUnitError/invalidParameter`` for parameters that are not global, not numbered
+    ///   0…count−1 in order, or whose range or default is not finite and ordered.
+    public init(inputs: Int = 1, parameters: [AudioUnitParameterInfo] = [], process: @escaping Process) throws(AudioUnitError) {
+        guard (0...64).contains(inputs) else { throw .invalidPropertyValue }
+        for (index, info) in parameters.enumerated() {
+            guard info.id == AudioUnitParameterID(index), info.scope == .global,
+                  info.minValue.isFinite, info.maxValue.isFinite, info.defaultValue.isFinite,
+                  info.minValue <= info.defaultValue, info.defaultValue <= info.maxValue
+            else { throw .invalidParameter }
+        }
+        self.process = process
+        let stereo = try! StreamFormat.float32(sampleRate: 48_000, channels: 2)
+        super.init(type: .renderCallback, inputFormats: Array(repeating: stereo, count: inputs), outputFormats: [stereo],
+                   parameterDefinitions: parameters)
+    }
+
+    /// Pieces whose callback returned non-zero (rendered as silence). Thread: any.
+    public var failedRenderCount: UInt64 { failures.load(ordering: .relaxed) }
+
+    override var kernelKind: KernelKind { .custom }
+}
+
+/// A custom unit's render-side view: the callback box and scratch for the context. Trivial.
+struct CustomKernel {
+    var box: UnsafeMutableRawPointer          // unretained RenderCallbackUnit
+    var lists: UnsafeMutablePointer<AudioBufferList>
+    var connected: UnsafeMutablePointer<Bool>
+    /// `[inputCount + 1][maxChannels]` channel pointers for pieces that start inside a slice.
+    var pointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var maxChannels: Int
+    var parameterCount: Int
+    /// The slice's first frame time at the unit's rate (set before the step runs).
+    var sliceTime: Double
+
+    /// Renders one piece by calling the unit's process callback with a ``ProcessContext`` over
+    /// it (outputs zeroed first, and again if the callback fails). Render thread.
+    @_noLocks
+    static func render(_ step: UnsafeMutablePointer<PlanStep>, _ piece: RenderPiece) {
+        let offset = piece.offset, frames = piece.frames
+        guard let kernel = step.pointee.custom, frames > 0 else { return }
+        let s = step.pointee
+        let k = kernel.pointee
+        for i in 0..<s.inputCount {
+            let input = s.inputs[i]
+            k.connected[i] = input.channels != nil
+            let base = k.pointers + i * k.maxChannels
+            let count = input.channels == nil ? 0 : input.channelCount
+            if let channels = input.channels { for c in 0..<count { base[c] = channels[c] + offset } }
+            (k.lists + i).initialize(to: AudioBufferList(channelPointers: UnsafePointer(base), channelCount: count, frameCount: frames))
+        }
+        let outBase = k.pointers + s.inputCount * k.maxChannels
+        for c in 0..<s.outputChannelCount {
+            outBase[c] = s.output[c] + offset
+            outBase[c].update(repeating: 0, count: frames)
+        }
+        let output = AudioBufferList(channelPointers: UnsafePointer(outBase), channelCount: s.outputChannelCount, frameCount: frames)
+        let context = ProcessContext(timeStamp: AudioTimeStamp(sampleTime: k.sliceTime + Double(offset)), frameCount: frames,
+                                     sampleRate: Double(s.sampleRate), inputCount: s.inputCount, output: output,
+                                     inputLists: UnsafePointer(k.lists), inputConnected: UnsafePointer(k.connected),
+                                     parameterValues: s.parameters, parameterCount: k.parameterCount)
+        let status = RealTime.callProcess(k.box, context)
+        if status != 0 {
+            for c in 0..<s.outputChannelCount { outBase[c].update(repeating: 0, count: frames) }
+        }
+    }
+}
