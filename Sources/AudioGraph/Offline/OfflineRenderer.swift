@@ -49,30 +49,31 @@ public final class OfflineRenderer {
     public func render(input: [[Float]], frameCount: Int, sliceFrames: Int = 256) throws(AudioUnitError) -> [[Float]] {
         guard graph.isInitialized else { throw .uninitialized }
         guard sliceFrames >= 1, frameCount >= 0 else { throw .invalidPropertyValue }
-        var padded = (0..<inputChannels).map { c -> [Float] in
-            var channel = c < input.count ? Array(input[c].prefix(frameCount)) : []
-            channel += repeatElement(0, count: frameCount - channel.count)
-            return channel
-        }
-        var output = Array(repeating: [Float](repeating: 0, count: frameCount), count: outputChannels)
+        // `[channel][frame]` buffers this call owns for its whole length: the render context
+        // gets pointers into them, valid until they are copied out and freed below (no pointer
+        // taken inside a `withUnsafe…` closure outlives it).
+        let inBuffer = UnsafeMutablePointer<Float>.allocate(capacity: max(1, inputChannels * frameCount))
+        let outBuffer = UnsafeMutablePointer<Float>.allocate(capacity: max(1, outputChannels * frameCount))
         let inPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: inputChannels)
         let outPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: outputChannels)
-        defer { inPointers.deallocate(); outPointers.deallocate() }
+        defer { inBuffer.deallocate(); outBuffer.deallocate(); inPointers.deallocate(); outPointers.deallocate() }
+        inBuffer.initialize(repeating: 0, count: inputChannels * frameCount)
+        outBuffer.initialize(repeating: 0, count: outputChannels * frameCount)
+        for c in 0..<min(inputChannels, input.count) {
+            let n = min(frameCount, input[c].count)
+            if n > 0 { input[c].withUnsafeBufferPointer { (inBuffer + c * frameCount).update(from: $0.baseAddress!, count: n) } }
+        }
         let context = graph.renderContext
         var offset = 0
         while offset < frameCount {
             let n = min(sliceFrames, frameCount - offset)
-            for c in 0..<inputChannels {
-                padded[c].withUnsafeMutableBufferPointer { inPointers[c] = $0.baseAddress! + offset }
-            }
-            for c in 0..<outputChannels {
-                output[c].withUnsafeMutableBufferPointer { outPointers[c] = $0.baseAddress! + offset }
-            }
-            // The arrays are not resized while these pointers are in use.
+            for c in 0..<inputChannels { inPointers[c] = inBuffer + c * frameCount + offset }
+            for c in 0..<outputChannels { outPointers[c] = outBuffer + c * frameCount + offset }
             context.render(frameCount: n, input: inPointers, inputChannelCount: inputChannels,
                            output: outPointers, outputChannelCount: outputChannels)
             offset += n
         }
+        let output = (0..<outputChannels).map { c in Array(UnsafeBufferPointer(start: outBuffer + c * frameCount, count: frameCount)) }
         return output
     }
 }
