@@ -16,7 +16,7 @@ struct BiquadCoefficients: Equatable {
     ///   - q: the quality factor, > 0 (1/√2 is Butterworth: −3.01 dB at the cutoff).
     ///   - sampleRate: Hz, > 0.
     /// - Thread: any; real-time safe (libm only).
-    @_noLocks
+    @_noLocks @inline(__always)
     static func lowPass(cutoff: Float, q: Double, sampleRate: Float) -> BiquadCoefficients {
         let fs = Double(sampleRate)
         let f = min(max(Double(cutoff), 10), 0.49 * fs)
@@ -57,7 +57,7 @@ enum Biquad {
     /// Filters one channel: `output[f]` for `f` in `0..<frames`, reading `input[f]`, or silence
     /// when `input` is nil (the filter rings out). `input` and `output` may be the same buffer.
     /// - Thread: any; real-time safe.
-    @_noLocks
+    @_noLocks @inline(__always)
     static func process(_ c: BiquadCoefficients, _ memory: inout BiquadMemory,
                         input: UnsafePointer<Float>?, output: UnsafeMutablePointer<Float>, frames: Int) {
         let b0 = c.b0, b1 = c.b1, b2 = c.b2, a1 = c.a1, a2 = c.a2
@@ -87,7 +87,7 @@ enum Biquad {
     /// operations in the same order as ``process(_:_:input:output:frames:)``, so each channel's
     /// result is bit-identical to filtering it alone.
     /// - Thread: any; real-time safe.
-    @_noLocks
+    @_noLocks @inline(__always)
     static func processPair(_ c: BiquadCoefficients, _ a: inout BiquadMemory, _ b: inout BiquadMemory,
                             inputs: (UnsafePointer<Float>, UnsafePointer<Float>),
                             outputs: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>), frames: Int) {

@@ -12,6 +12,7 @@
 ///
 /// The view does not own memory; it is valid only for the duration of the call that hands it out
 /// (a render callback, an input callback, an offline render). Thread: whoever holds it.
+/// SAFETY (`@unchecked Sendable`): a view of buffers owned by the render cycle; the callback rules say which thread may touch them, and when.
 public struct AudioBufferList: @unchecked Sendable {
     /// One pointer per channel, each to `frameCount` samples. Meaningful only when
     /// ``isCanonical``; otherwise it is ``buffers`` seen as floats (use the typed accessors).

@@ -23,6 +23,7 @@
 /// Thread: create and flush on any ordinary thread; ``convert(_:frameCount:into:capacity:)`` is
 /// real-time safe (no allocation, lock or blocking call) and may run on a render thread. One
 /// thread at a time.
+/// SAFETY (`@unchecked Sendable`): callers use one converter from one thread at a time (documented); it shares no state with other objects.
 public final class AudioConverter: @unchecked Sendable {
     /// The format of the buffers passed in.
     public let inputFormat: StreamFormat

@@ -20,6 +20,7 @@ import Glibc
 ///
 /// Thread: all methods from a control thread, one at a time (not the render thread: edits from
 /// it throw ``AudioUnitError/cannotDoInCurrentContext``). Parameters may be set from any thread.
+/// SAFETY (`@unchecked Sendable`): its mutable state is touched on the control thread only (edits from the render thread are refused); the render thread reads the plan through atomics.
 public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     struct InputKey: Hashable { let node: AUNode; let element: AudioUnitElement }
     enum InputSource {

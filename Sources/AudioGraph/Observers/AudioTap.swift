@@ -66,6 +66,7 @@ public struct AudioTapBlock: Sendable, Equatable {
 /// A tap stays installed until ``AudioGraph/removeTap(_:)``: dropping your reference does not
 /// remove it (the graph and, for a push tap, its thread keep it alive).
 /// Thread: counters from any thread; `read` from one consumer thread at a time.
+/// SAFETY (`@unchecked Sendable`): counters are atomics and the consumer state sits behind a Mutex; the render side is the tap's ring.
 public final class AudioTap: @unchecked Sendable {
     /// The node tapped.
     public let node: AUNode

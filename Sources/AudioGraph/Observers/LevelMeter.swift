@@ -40,6 +40,7 @@ import Glibc
 /// The channel count follows the element's format as rendered (``channelCount``, 0 before the
 /// first slice); channels outside it read ``silence``.
 /// Thread: readings from any thread, lock-free and allocation-free.
+/// SAFETY (`@unchecked Sendable`): readings are atomics written by the render thread; resetPeaks stores atomics too.
 public final class LevelMeter: @unchecked Sendable {
     /// The reading for digital silence and anything quieter: −160 dBFS.
     public static let silence: Float = -160
@@ -120,6 +121,7 @@ var meterChannelCapacity: Int { 64 }
 /// The render-side state of a ``LevelMeter``: plain memory the render thread owns, plus the
 /// atomics readers load. Sized for the largest channel count a format may have, so a format
 /// change never needs new memory.
+/// SAFETY (`@unchecked Sendable`): the render thread alone writes its state; other threads read only its atomics.
 final class MeterCore: @unchecked Sendable {
     /// StreamFormat.maximumChannelCount.
     static var maximumChannels: Int { meterChannelCapacity }

@@ -112,6 +112,7 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
 /// Frames dropped by the tap (the writer fell behind by more than the tap's ring: 2 s) are not
 /// in the file; ``framesDropped`` counts them.
 /// Thread: start and stop from a control thread; counters from any thread.
+/// SAFETY (`@unchecked Sendable`): counters are atomics; the writer runs on the tap's thread only; start and stop are control-thread calls.
 public final class Recorder: @unchecked Sendable {
     /// The file being written.
     public let path: String
@@ -240,6 +241,7 @@ public final class Recorder: @unchecked Sendable {
 }
 
 /// The writer thread's side of a recording: the open file and its counters.
+/// SAFETY (`@unchecked Sendable`): confined to the recording tap's consumer thread.
 final class RecordingWriter: @unchecked Sendable {
     /// The SNDFILE handle's address (0 once closed), locked: the writer thread and `close` never overlap.
     private let file: Mutex<UInt>

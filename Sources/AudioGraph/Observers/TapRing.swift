@@ -28,6 +28,7 @@ struct TapChunkHeader {
 
 /// The render side of a tap: the ring and its counters. Everything the render thread touches
 /// is a `let` (pointers and atomics), so it never takes an exclusivity check or a reference.
+/// SAFETY (`@unchecked Sendable`): only constants, atomics and a single-producer/single-consumer ring (render thread in, one consumer out).
 final class TapCore: @unchecked Sendable {
     let ring: UnsafeMutablePointer<jack_ringbuffer_t>
     /// Render thread only: the ring's two writable segments, the header being written, and the

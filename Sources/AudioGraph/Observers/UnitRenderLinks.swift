@@ -35,6 +35,7 @@ struct ObserverList {
 /// What the render thread reaches of a unit besides its parameters and kernel state: the
 /// observers of its output elements and, for units that stream from elsewhere (the file
 /// player), a render context. One per unit, at a stable address for the unit's life.
+/// SAFETY (`@unchecked Sendable`): the observer list is published through an atomic pointer, replaced on the control thread and freed only after the render thread has passed.
 final class UnitRenderLinks: @unchecked Sendable {
     /// The current observer list, nil when there is none. Replaced (never edited) by the control thread.
     let observers = Atomic<UnsafeMutablePointer<ObserverList>?>(nil)

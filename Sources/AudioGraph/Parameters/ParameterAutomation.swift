@@ -33,6 +33,7 @@ enum ParameterQueue {
 /// Parameter automation of one unit: a bounded multi-producer queue of changes from any thread
 /// (Vyukov's bounded MPMC queue, 1024cores.net, used here with a single consumer), and the
 /// render thread's ramps. Lives with the unit's ``ParameterBank``.
+/// SAFETY (`@unchecked Sendable`): Vyukov's queue publishes each cell with a release store of its sequence number; the ramp state is the render thread's alone.
 final class ParameterAutomation: @unchecked Sendable {
     let slotCount: Int
     let sequences: UnsafeMutablePointer<Atomic<Int>>

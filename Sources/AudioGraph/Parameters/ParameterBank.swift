@@ -3,6 +3,7 @@ import Synchronization
 
 /// Lock-free parameter storage: one relaxed atomic Float (stored as its bit pattern) per
 /// (scope, element, parameter). Written by control threads, read by the render thread once per slice.
+/// SAFETY (`@unchecked Sendable`): the values are relaxed atomics behind an immutable pointer; the automation queue is lock-free.
 final class ParameterBank: @unchecked Sendable {
     let count: Int
     let values: UnsafeMutablePointer<Atomic<UInt32>>

@@ -112,6 +112,7 @@ struct ConverterKey: Hashable {
 
 /// Owns one `PlanConverter` and everything it points to. Kept by the graph between plans (like
 /// a unit's kernel state) and retained by each plan that uses it; freed on a control thread.
+/// SAFETY (`@unchecked Sendable`): built and freed on a control thread; its converter is used by the render thread only while a plan that holds it is published.
 final class ConverterStorage: @unchecked Sendable {
     let converter: UnsafeMutablePointer<PlanConverter>
     /// Latency the conversion adds, in seconds (the FIFO's prefill at the destination rate).

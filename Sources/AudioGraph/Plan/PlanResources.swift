@@ -1,7 +1,7 @@
 // Plan: the memory and objects a plan points to, freed only after the render thread has left it.
 
 /// Owns a callback closure so a plan can hold it as a raw pointer.
-final class CallbackBox: @unchecked Sendable {
+final class CallbackBox: Sendable {
     let render: RenderCallback?
     let input: InputCallback?
     let notify: RenderNotification?
@@ -12,6 +12,7 @@ final class CallbackBox: @unchecked Sendable {
 
 /// Everything a plan points to; freed (on a control thread) only after the render thread has
 /// moved past the plan. Converters use it for their own memory too.
+/// SAFETY (`@unchecked Sendable`): filled on the control thread before the plan is published (a release store), read by the render thread after its acquire load, freed after it has left.
 final class PlanResources: @unchecked Sendable {
     private var blocks: [UnsafeMutableRawPointer] = []
     var retained: [AnyObject] = []

@@ -6,6 +6,7 @@ import Glibc
 
 /// State shared between a graph's control side and the render thread. Only atomics: the render
 /// thread never takes a lock or touches reference counts.
+/// SAFETY (`@unchecked Sendable`): only atomics and constants: the render thread and the control thread share nothing else.
 final class RenderShared: @unchecked Sendable {
     /// The published plan (nil: render silence).
     let current = Atomic<UnsafeMutablePointer<RenderPlan>?>(nil)
@@ -32,6 +33,7 @@ final class RenderShared: @unchecked Sendable {
 ///
 /// Obtained from ``AudioGraph/renderContext``; a trivially copyable value, valid while the
 /// graph lives. `render` is the only entry point the render thread needs.
+/// SAFETY (`@unchecked Sendable`): it holds an unretained reference to the graph's atomics-only `RenderShared`, valid while the graph lives.
 public struct GraphRenderContext: @unchecked Sendable {
     let shared: Unmanaged<RenderShared>
 

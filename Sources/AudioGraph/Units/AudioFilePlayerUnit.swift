@@ -25,6 +25,7 @@ import Glibc
 /// The output format (rate, channels) is the unit's output element 0 format when ``play()`` is
 /// called: set it (uninitialized) or let it follow the graph, then call play after
 /// `initialize()`. Thread: control calls from a control thread; counters from any thread.
+/// SAFETY (`@unchecked Sendable`): as AudioUnit; the player's state is atomics and a ring between its disk thread and the render thread.
 public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
     let core = PlayerCore()
     private var file: OpaquePointer?
@@ -131,6 +132,7 @@ public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
 }
 
 /// What the render thread and the disk thread share.
+/// SAFETY (`@unchecked Sendable`): atomics and a single-producer/single-consumer ring (disk thread in, render thread out).
 final class PlayerCore: @unchecked Sendable {
     /// The ring of interleaved Float32 frames at the output format (nil until the first play).
     let ringAddress = Atomic<UInt>(0)
@@ -246,6 +248,7 @@ final class PlayerCore: @unchecked Sendable {
 }
 
 /// The disk thread: reads, converts, fills the ring; follows seeks and loops.
+/// SAFETY (`@unchecked Sendable`): confined to the player's disk thread.
 final class DiskReader: @unchecked Sendable {
     let core: PlayerCore
     let file: OpaquePointer

@@ -27,6 +27,7 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
 ///
 /// Thread: properties from a control thread (one at a time); parameters from any thread
 /// (lock-free, picked up by the render thread at the next slice).
+/// SAFETY (`@unchecked Sendable`): properties are control-thread calls (documented); parameters are atomics and a lock-free queue; the render thread sees only the plan's pointers.
 public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// The unit's type.
     public let type: AudioUnitType
@@ -182,8 +183,8 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
 /// typed by the unit's kernel (`LowPassState`, `MixerState`, …). Allocated on a control thread,
 /// read and written only by the render thread while a plan that references it is published,
 /// freed on a control thread.
-// SAFETY: @unchecked Sendable — immutable pointer and size; the memory behind it is touched by
-// one thread at a time (the control thread before publication, then only the render thread).
+/// SAFETY (`@unchecked Sendable`): an immutable pointer and size; the memory is touched by one
+/// thread at a time (the control thread before publication, then only the render thread).
 final class KernelStorage: @unchecked Sendable {
     /// Size in bytes.
     let byteCount: Int

@@ -16,6 +16,7 @@
 /// device (see ``AudioConverter`` for the stages; resampling adds latency, reported by
 /// ``AudioGraph/renderLatency``).
 /// Thread: control thread, like every ``AudioUnit``.
+/// SAFETY (`@unchecked Sendable`): as AudioUnit: properties on the control thread, parameters through atomics.
 public final class IOUnit: AudioUnit, @unchecked Sendable {
     /// The output element, feeding the device (`kOutputBus` = 0 in Apple's samples).
     public static let outputElement: AudioUnitElement = 0

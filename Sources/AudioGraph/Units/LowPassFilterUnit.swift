@@ -15,6 +15,7 @@ import Glibc
 ///
 /// Input and output have the same format (setting either sets both).
 /// Thread: parameters from any thread; properties from a control thread.
+/// SAFETY (`@unchecked Sendable`): as AudioUnit: properties on the control thread, parameters through atomics.
 public final class LowPassFilterUnit: AudioUnit, @unchecked Sendable {
     /// Parameter IDs (global scope, element 0). Mirror `kLowPassParam_*`.
     public enum Parameter {

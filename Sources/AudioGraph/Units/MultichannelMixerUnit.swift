@@ -12,6 +12,7 @@
 /// - Sums in Float32 without clipping per input; unconnected or disabled inputs contribute exact zeros.
 /// - A volume or pan change is ramped linearly across the next slice, so it does not click.
 /// Thread: parameters from any thread; properties from a control thread.
+/// SAFETY (`@unchecked Sendable`): as AudioUnit: properties on the control thread, parameters through atomics.
 public final class MultichannelMixerUnit: AudioUnit, @unchecked Sendable {
     /// Parameter IDs. Mirror `kMultiChannelMixerParam_*`.
     public enum Parameter {

@@ -7,6 +7,7 @@
 /// with the ramp finished, output is exact zeros. While ramping, the gain moves by `1 / (RampTime × sampleRate)` per frame,
 /// so no sample step exceeds that fraction of full scale plus the signal's own step.
 /// Thread: parameters from any thread; properties from a control thread.
+/// SAFETY (`@unchecked Sendable`): as AudioUnit: properties on the control thread, parameters through atomics.
 public final class MuteGateUnit: AudioUnit, @unchecked Sendable {
     /// Parameter IDs (global scope, element 0).
     public enum Parameter {

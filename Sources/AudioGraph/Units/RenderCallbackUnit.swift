@@ -3,6 +3,7 @@ import Synchronization
 
 /// What a ``RenderCallbackUnit``'s process callback gets for one piece of a slice. A view,
 /// valid only during the call.
+/// SAFETY (`@unchecked Sendable`): pointers valid for one process call, on the render thread that makes it.
 public struct ProcessContext: @unchecked Sendable {
     /// The first frame's time, in frames at the unit's rate since the graph started.
     public let timeStamp: AudioTimeStamp
@@ -53,6 +54,7 @@ public struct ProcessContext: @unchecked Sendable {
 /// to the output's rate and channel count. Parameters: global scope, IDs 0…count−1, with the
 /// same clamping, scheduling and ramps as the built-in units'.
 /// Thread: create and configure on a control thread.
+/// SAFETY (`@unchecked Sendable`): as AudioUnit; the process closure is @Sendable and the failure counter an atomic.
 public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
     /// Called on the render thread; see the type's documentation.
     public typealias Process = @Sendable (_ context: ProcessContext) -> Int32
