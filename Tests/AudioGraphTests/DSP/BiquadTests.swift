@@ -1,8 +1,9 @@
-// Tests: the Biquad DSP type on its own — no graph — and the low-pass unit against it.
+// Tests, DSP: the Biquad DSP type on its own — no graph — and the low-pass unit against it.
 import Testing
 @testable import AudioGraph
 #if canImport(Glibc)
 import Glibc
+import AudioGraphTestSupport
 #endif
 
 @Suite("Biquad (DSP, no graph)")

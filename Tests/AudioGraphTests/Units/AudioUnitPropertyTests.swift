@@ -1,5 +1,7 @@
+// Tests, Units: unit properties, scopes and elements.
 import Testing
 @testable import AudioGraph
+import AudioGraphTestSupport
 
 @Suite("Unit properties, scopes and elements")
 struct AudioUnitPropertyTests {

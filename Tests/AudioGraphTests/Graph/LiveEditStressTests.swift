@@ -1,7 +1,9 @@
+// Tests, Graph: live edit stress.
 import Foundation
 import Synchronization
 import Testing
 @testable import AudioGraph
+import AudioGraphTestSupport
 
 /// Thousands of random edits, valid and invalid, from this thread while another thread pulls
 /// the graph as a driver would. Run under ThreadSanitizer by scripts/test

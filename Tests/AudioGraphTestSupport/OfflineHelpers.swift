@@ -1,17 +1,18 @@
+// Test support: offline graphs (IO → units → IO) and deterministic signals, for every test target.
 import AudioGraph
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// IO → [extra units…] → IO, connected in a line, ready to render offline.
-struct Chain {
-    let graph = AudioGraph()
-    let io = IOUnit()
-    var nodes: [AUNode] = []
-    let ioNode: AUNode
-    let renderer: OfflineRenderer
+public struct Chain {
+    public let graph = AudioGraph()
+    public let io = IOUnit()
+    public var nodes: [AUNode] = []
+    public let ioNode: AUNode
+    public let renderer: OfflineRenderer
 
-    init(_ units: [AudioUnit], channels: Int = 2, sampleRate: Double = 48_000, initialize: Bool = true) throws {
+    public init(_ units: [AudioUnit], channels: Int = 2, sampleRate: Double = 48_000, initialize: Bool = true) throws {
         ioNode = try graph.addNode(io)
         try io.setInputEnabled(true)
         var previous = (ioNode, IOUnit.inputElement)
@@ -32,17 +33,17 @@ struct Chain {
         }
     }
 
-    func render(_ input: [[Float]], slice: Int = 256) throws -> [[Float]] {
+    public func render(_ input: [[Float]], slice: Int = 256) throws -> [[Float]] {
         try renderer.render(input: input, frameCount: input.map(\.count).max() ?? 0, sliceFrames: slice)
     }
 }
 
-func sine(frequency: Double, sampleRate: Double = 48_000, frames: Int, amplitude: Float = 0.5) -> [Float] {
+public func sine(frequency: Double, sampleRate: Double = 48_000, frames: Int, amplitude: Float = 0.5) -> [Float] {
     (0..<frames).map { amplitude * Float(sin(2 * Double.pi * frequency * Double($0) / sampleRate)) }
 }
 
 /// Deterministic pseudo-random samples in −1…1 (a 64-bit LCG), for exactness tests.
-func noise(frames: Int, seed: UInt64) -> [Float] {
+public func noise(frames: Int, seed: UInt64) -> [Float] {
     var x = seed
     return (0..<frames).map { _ in
         x = x &* 6364136223846793005 &+ 1442695040888963407
@@ -50,8 +51,8 @@ func noise(frames: Int, seed: UInt64) -> [Float] {
     }
 }
 
-func rms(_ x: ArraySlice<Float>) -> Double {
+public func rms(_ x: ArraySlice<Float>) -> Double {
     (x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, x.count))).squareRoot()
 }
 
-func decibels(_ ratio: Double) -> Double { 20 * log10(ratio) }
+public func decibels(_ ratio: Double) -> Double { 20 * log10(ratio) }

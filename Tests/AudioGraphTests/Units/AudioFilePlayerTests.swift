@@ -1,3 +1,4 @@
+// Tests, Units: file player through the offline renderer.
 import CSndFile
 import Testing
 @testable import AudioGraph

@@ -1,6 +1,8 @@
+// Tests, Units: RenderCallbackUnit, your own processing.
 import AudioGraph
 import Synchronization
 import Testing
+import AudioGraphTestSupport
 
 @Suite("RenderCallbackUnit: your own processing")
 struct RenderCallbackUnitTests {

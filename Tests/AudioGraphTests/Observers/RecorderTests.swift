@@ -1,3 +1,4 @@
+// Tests, Observers: recording through the offline renderer.
 import CSndFile
 import Testing
 @testable import AudioGraph

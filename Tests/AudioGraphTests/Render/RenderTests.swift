@@ -1,5 +1,7 @@
+// Tests, Render: rendering through the offline driver.
 import Testing
 @testable import AudioGraph
+import AudioGraphTestSupport
 
 @Suite("Rendering through the offline driver")
 struct RenderTests {

@@ -1,3 +1,4 @@
+// Tests, Formats: format conversion on connections.
 import AudioGraph
 import AudioGraphTestSupport
 import Synchronization

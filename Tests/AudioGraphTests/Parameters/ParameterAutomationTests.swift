@@ -1,7 +1,9 @@
+// Tests, Parameters: scheduled, ramped, smoothed, clamped.
 import AudioGraph
 import Testing
 #if canImport(Glibc)
 import Glibc
+import AudioGraphTestSupport
 #endif
 
 @Suite("Parameters: scheduled, ramped, smoothed, clamped")

@@ -1,3 +1,4 @@
+// Tests, Observers: taps through the offline renderer.
 import Synchronization
 import Testing
 @testable import AudioGraph

@@ -1,6 +1,8 @@
+// Tests, Graph: interactions, render notifications, CPU load.
 import AudioGraph
 import Synchronization
 import Testing
+import AudioGraphTestSupport
 
 @Suite("Interactions, render notifications, CPU load")
 struct GraphSurfaceTests {

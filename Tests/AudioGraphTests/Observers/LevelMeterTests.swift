@@ -1,7 +1,9 @@
+// Tests, Observers: level meters against analytic values.
 import Testing
 @testable import AudioGraph
 #if canImport(Glibc)
 import Glibc
+import AudioGraphTestSupport
 #endif
 
 @Suite("Level meters against analytic values")

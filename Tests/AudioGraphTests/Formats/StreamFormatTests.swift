@@ -1,5 +1,7 @@
+// Tests, Formats: stream formats.
 import Testing
 @testable import AudioGraph
+import AudioGraphTestSupport
 
 @Suite("Stream formats")
 struct StreamFormatTests {

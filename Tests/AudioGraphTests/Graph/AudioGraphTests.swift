@@ -1,5 +1,7 @@
+// Tests, Graph: graph edits, lifecycle and errors.
 import Testing
 @testable import AudioGraph
+import AudioGraphTestSupport
 
 @Suite("Graph edits, lifecycle and errors")
 struct AudioGraphTests {

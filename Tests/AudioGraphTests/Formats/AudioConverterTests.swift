@@ -1,3 +1,4 @@
+// Tests, Formats: AudioConverter, stream conversion outside a graph.
 import AudioGraph
 import AudioGraphTestSupport
 import Testing
