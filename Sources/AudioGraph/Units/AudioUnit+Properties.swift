@@ -47,7 +47,7 @@ extension AudioUnit {
 
     /// Writes a property. Mirrors `AudioUnitSetProperty`.
     ///
-    /// Rules (shared/REFERENCE.md): StreamFormat, SampleRate, MaximumFramesPerSlice, ElementCount,
+    /// Rules (as Apple's audio units apply them): StreamFormat, SampleRate, MaximumFramesPerSlice, ElementCount,
     /// ShouldAllocateBuffer and EnableIO change only while uninitialized; writing a value equal to
     /// the current one is a successful no-op in any state; an input element fed by a connection
     /// and the IO unit's device sides are read-only. SetRenderCallback and MakeConnection on a unit
