@@ -1,4 +1,4 @@
-// Parameters: each unit's lock-free queue of scheduled changes and the render thread's ramp state.
+// Parameters: each unit's lock-free queue of scheduled changes (Vyukov's bounded MPMC queue), filled from any thread.
 import Synchronization
 #if canImport(Glibc)
 import Glibc

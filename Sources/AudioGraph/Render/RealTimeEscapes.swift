@@ -1,4 +1,4 @@
-// Render: every call the render path makes that `@_noLocks` cannot check — each one deliberate, listed in Docs' real-time rules.
+// Render: every call the render path makes that `@_noLocks` cannot check — each one deliberate, as the RealTimeRules article lists them.
 import CJack
 import CSampleRate
 #if canImport(Glibc)

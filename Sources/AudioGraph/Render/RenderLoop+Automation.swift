@@ -1,4 +1,4 @@
-// Render: rendering a unit's slice in pieces split at scheduled parameter events and ramps.
+// Render: rendering a unit's slice in pieces split at scheduled parameter events, and the ramps' render-side state.
 import Synchronization
 #if canImport(Glibc)
 import Glibc
