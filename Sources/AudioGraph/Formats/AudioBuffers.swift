@@ -109,7 +109,7 @@ public struct AudioTimeStamp: Sendable, Equatable {
 /// Called on the render thread once per slice with the element number and a buffer list in the
 /// element's stream format to fill (zeroed before the call; `frameCount` frames at the element's
 /// sample rate, which the graph then converts to what the unit processes). It must follow the real-time rules:
-/// no allocation, locks, I/O or waiting (see Docs/RealTimeRules.md). Return 0 on success; any
+/// no allocation, locks, I/O or waiting (see <doc:RealTimeRules>). Return 0 on success; any
 /// other value makes the engine render silence for that element and count a render error.
 public typealias RenderCallback = @Sendable (_ timeStamp: AudioTimeStamp, _ element: AudioUnitElement, _ buffers: AudioBufferList) -> Int32
 

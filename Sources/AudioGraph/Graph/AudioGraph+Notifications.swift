@@ -12,7 +12,7 @@ public enum RenderNotificationPhase: Sendable {
 /// A render notification: the `AUGraphAddRenderNotify` callback. Called on the render thread
 /// before and after every slice, with the slice's time stamp and buffers (device input before,
 /// device output after; read them, and you may write the output ones, e.g. for metering or a
-/// final limiter). It must follow the real-time rules (Docs/RealTimeRules.md): no allocation,
+/// final limiter). It must follow the real-time rules (<doc:RealTimeRules>): no allocation,
 /// locks, I/O or waiting.
 public typealias RenderNotification = @Sendable (_ phase: RenderNotificationPhase, _ timeStamp: AudioTimeStamp, _ buffers: AudioBufferList) -> Void
 

@@ -7,7 +7,7 @@ import Glibc
 
 /// The render path's escapes from the `@_noLocks` checks, one wrapper per C function or
 /// callback kind, so they can be read (and audited) in one place. The list matches
-/// RealTimeRules.md line for line. Everything else on the render path is compiler-checked.
+/// <doc:RealTimeRules> article line for line. Everything else on the render path is compiler-checked.
 ///
 /// Thread: the render thread (each is real-time safe for the reason its comment gives).
 enum RealTime {

@@ -44,7 +44,7 @@ public struct ProcessContext: @unchecked Sendable {
 /// (or piece of one) with the unit's inputs, converted to its processing format, and its output
 /// to fill. The `AUAudioUnit.internalRenderBlock` analogue.
 ///
-/// The callback must follow the real-time rules (Docs/RealTimeRules.md): no allocation, locks,
+/// The callback must follow the real-time rules (<doc:RealTimeRules>): no allocation, locks,
 /// I/O, waiting, or touching class instances it did not capture beforehand; read parameters
 /// through the context. Return 0; any other value renders silence for that piece and counts a
 /// failed render (``failedRenderCount``).
