@@ -6,7 +6,7 @@ import Glibc
 /// A second-order (12 dB/octave) low-pass filter: the `kAudioUnitSubType_LowPassFilter` analogue.
 ///
 /// Design: the RBJ Audio EQ Cookbook low-pass biquad (Robert Bristow-Johnson), run in direct
-/// form I per channel (``Biquad``). Direct form I keeps the past inputs and outputs as its state, so a new
+/// form I per channel (`Biquad`). Direct form I keeps the past inputs and outputs as its state, so a new
 /// set of coefficients continues from the same signal without the transient that transposed
 /// forms show when coefficients change. Resonance sets the gain at the cutoff: Q = 10^(resonance/20) / √2,
 /// so 0 dB resonance is a Butterworth response, −3.01 dB at the cutoff. Coefficients are
