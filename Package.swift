@@ -67,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "graphrecord",
             dependencies: ["AudioGraph", "AudioGraphJACK"],
-            path: "Examples/Record"
+            path: "Examples/graphrecord"
         ),
         // Runs a graph described in a JSON file, and applies the file's edits live.
         .executableTarget(
