@@ -1,5 +1,4 @@
-// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM, while showing
-// the input level. The example of Docs/TapsMetersRecording.md:
+// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM, showing the input level (Docs/TapsMetersRecording.md).
 //
 //   swift run graphrecord [--server NAME] [--name CLIENT] [--channels N] [--input PORT]...
 //                         [--format int16|int24|float32] [--rate HZ] FILE.wav|FILE.flac
@@ -9,108 +8,92 @@
 // readable file; SIGINT/SIGTERM stop the recorder, which writes the rest and closes the file.
 import AudioGraph
 import AudioGraphJACK
-import Synchronization
+import ToolSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Writes a line straight to a file descriptor: unbuffered, so it reaches a pipe at once.
-func say(_ text: String, to fd: Int32 = STDOUT_FILENO) {
-    let bytes = Array((text + "\n").utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
-        offset += n
-    }
-}
-
-func fail(_ message: String, status: Int32) -> Never {
-    say("graphrecord: \(message)", to: STDERR_FILENO)
-    exit(status)
-}
+let tool = Tool(name: "graphrecord")
+let usage = "usage: graphrecord [--server NAME] [--name CLIENT] [--channels N] [--input PORT]... [--format int16|int24|float32] [--rate HZ] FILE"
 
 /// One decimal place.
 func tenths(_ x: Float) -> String { String(Float(Int((x * 10).rounded())) / 10) }
 
-var options = JACKDriver.Options()
-options.clientName = "graphrecord"
-var inputs: [String] = []
+// Options: the client's (no autoconnect: only the --input ports are recorded), the file's.
+Tool.parkClosedStandardStreams()
+var client = ClientOptions()
+client.routing.autoconnect = false
 var sampleFormat: RecordingSettings.SampleFormat?
 var rate: Double?
 var path: String?
-var arguments = CommandLine.arguments.dropFirst()
-while let argument = arguments.popFirst() {
-    func value() -> String {
-        guard let v = arguments.popFirst() else { fail("\(argument) needs a value", status: 2) }
-        return v
-    }
+var arguments = Arguments(tool: tool)
+while let argument = arguments.next() {
+    if client.parse(argument, from: &arguments, accepted: [.name, .server, .channels, .inputs]) { continue }
     switch argument {
-    case "--server": options.serverName = value()
-    case "--name": options.clientName = value()
-    case "--channels":
-        guard let n = Int(value()), n >= 1, n <= 64 else { fail("--channels takes 1…64", status: 2) }
-        options.inputChannels = n; options.outputChannels = n
-    case "--input": inputs.append(value())
-    case "--format":
-        guard let f = RecordingSettings.SampleFormat(rawValue: value()) else { fail("--format takes int16, int24 or float32", status: 2) }
-        sampleFormat = f
+    case "--format": sampleFormat = arguments.sampleFormat(for: argument)
     case "--rate":
-        guard let r = Double(value()) else { fail("--rate takes a number of Hz", status: 2) }
+        guard let r = Double(arguments.value(for: argument)) else { tool.fail("--rate takes a number of Hz", status: ExitStatus.usage) }
         rate = r
-    case "--help":
-        say("usage: graphrecord [--server NAME] [--name CLIENT] [--channels N] [--input PORT]... [--format int16|int24|float32] [--rate HZ] FILE")
-        exit(0)
+    case "--help": tool.help(usage)
     default:
-        guard path == nil, !argument.hasPrefix("--") else { fail("unknown option \(argument)", status: 2) }
+        guard path == nil, !argument.hasPrefix("--") else { arguments.unknown(argument) }
         path = argument
     }
 }
-guard let path else { fail("say which file to record to", status: 2) }
+guard let path else { tool.fail("say which file to record to", status: ExitStatus.usage) }
+var settings: RecordingSettings
+do { settings = try RecordingSettings.forPath(path, sampleFormat: sampleFormat) } catch { tool.fail("\(error)") }
+settings.sampleRate = rate
 
-// Signals only set a flag; the main loop stops the recorder (never from the handler).
-nonisolated(unsafe) var quit: sig_atomic_t = 0
-// A parent may have started us with these signals blocked (threads of a test runner do).
-var quitSignals = sigset_t()
-sigemptyset(&quitSignals)
-for sig in [SIGINT, SIGTERM] {
-    sigaddset(&quitSignals, sig)
-    signal(sig) { _ in quit = 1 }
-}
-pthread_sigmask(SIG_UNBLOCK, &quitSignals, nil)
+// Signals only wake the main loop; it stops the recorder (never the handler). A second signal
+// does not cut the recording short: the recorder finishes writing.
+QuitSignals.install([SIGINT, SIGTERM], secondSignalExits: false)
 
+// The graph: the device input straight to the device output.
+let graph = AudioGraph()
+let io = IOUnit()
+let ioNode: AUNode
 do {
-    var settings = try RecordingSettings.forPath(path, sampleFormat: sampleFormat)
-    settings.sampleRate = rate
-
-    let graph = AudioGraph()
-    let io = IOUnit()
-    let ioNode = try graph.addNode(io)
+    ioNode = try graph.addNode(io)
     try io.setInputEnabled(true)
     try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, ioNode, destinationInputElement: IOUnit.outputElement)
-    let driver = try JACKDriver(graph: graph, options: options)   // registers in_1…, out_1…
-    defer { driver.close() }
-    try driver.start()                                             // initializes and starts the graph
-    for (k, port) in inputs.enumerated() where k < driver.inputPortNames.count {
-        try driver.connect(port, to: driver.inputPortNames[k], timeout: 2)
-    }
-
-    let meter = try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement)
-    let recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.inputElement, path: path, settings: settings)
-    say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(settings.sampleFormat.rawValue), \(Int(recorder.settings.sampleRate!)) Hz)")
-
-    var ticks = 0
-    while quit == 0 && !driver.isShutDown {
-        usleep(50_000)
-        ticks += 1
-        if ticks % 20 == 0 {  // once a second
-            say("level: \(tenths(meter.averagePower(channel: 0))) dBFS RMS, \(tenths(meter.peakPower(channel: 0))) dBFS peak; \(recorder.framesWritten) frames written")
-        }
-    }
-    try recorder.stop()
-    say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)")
-} catch let error as RecorderError {
-    fail("\(error)", status: 1)
 } catch {
-    fail("\(error)", status: 1)
+    tool.fail("\(error)")
 }
+
+// The client (registers in_1…, out_1…), started (initializes the graph), then connected.
+let driver = tool.openDriver(graph: graph, options: client.driverOptions(defaultName: "graphrecord"))
+let meter: LevelMeter, recorder: Recorder
+do {
+    try driver.start()
+    _ = try client.routing.connect(driver)   // unconnected channels record silence, as asked
+    meter = try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement)
+    recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.inputElement, path: path, settings: settings)
+} catch {
+    driver.close()
+    tool.fail("\(error)")
+}
+tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(settings.sampleFormat.rawValue), \(Int(recorder.settings.sampleRate!)) Hz)")
+
+// Until a signal: the level once a second.
+let loop = MainLoop(tool: tool, driver: driver)
+var wakes = 0
+loop.onWake = {
+    if wakes > 0 {
+        tool.say("level: \(tenths(meter.averagePower(channel: 0))) dBFS RMS, \(tenths(meter.peakPower(channel: 0))) dBFS peak; \(recorder.framesWritten) frames written")
+    }
+    wakes += 1
+    return 1000
+}
+var status = loop.run()
+
+// The recorder writes the rest and closes the file; then the client closes.
+do throws(RecorderError) {
+    try recorder.stop()
+    tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)")
+} catch {
+    tool.complain("\(error)")
+    status = ExitStatus.failure
+}
+QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }
+exit(status)
