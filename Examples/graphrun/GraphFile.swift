@@ -1,6 +1,7 @@
-// The graph file: a small JSON description of an AudioGraph (nodes with a type and
-// parameters, an output format where a unit has one, connections), read with Foundation's
-// JSONSerialization and checked field by field. Errors name the line and the field.
+// graphrun: the graph file format — a small JSON description of an AudioGraph, read and checked field by field.
+//
+// Nodes with a type and parameters, an output format where a unit has one, connections; read
+// with Foundation's JSONSerialization. Errors name the line and the field.
 import AudioGraph
 import Foundation
 

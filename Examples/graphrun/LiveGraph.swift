@@ -1,5 +1,6 @@
-// A graph file made into an AudioGraph, and later versions of the file applied to it as live
-// edits: parameter changes set at once, shape changes (nodes added, removed or replaced,
+// graphrun: the live graph — a graph file made into an AudioGraph, later versions applied to it as live edits.
+//
+// Parameter changes are set at once, shape changes (nodes added, removed or replaced,
 // connections changed) queued and swapped in together by one update(). All or nothing: a
 // version that fails leaves the running graph exactly as it was.
 import AudioGraph
