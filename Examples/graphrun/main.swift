@@ -80,8 +80,11 @@ let live: LiveGraph
 do { live = try LiveGraph() } catch { tool.fail("could not make the graph: \(error)") }
 client.channels = firstSpec.channels
 let driver = tool.openDriver(graph: live.graph, options: client.driverOptions(defaultName: firstSpec.name ?? "graphrun"))
+// The file once more, now that the server's rate gives the bounds that follow it (the cutoff's
+// top), made into the graph.
 live.sampleRate = Double(driver.sampleRate)
-do { try live.apply(firstSpec, reader: firstReader) } catch { driver.close(); tool.fail("\(error)", status: ExitStatus.usage) }
+let startReader = GraphFileReader(file: filePath, text: file.text, sampleRate: live.sampleRate)
+do { try live.apply(try startReader.read(), reader: startReader) } catch { driver.close(); tool.fail("\(error)", status: ExitStatus.usage) }
 do {
     try driver.start()
 } catch {
@@ -95,7 +98,7 @@ tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server
 /// Reads the file again and applies what changed. Errors leave the running graph as it was.
 @MainActor func reload(force: Bool) {
     guard let text = file.changedText(force: force, tool: tool) else { return }
-    let reader = GraphFileReader(file: filePath, text: text)
+    let reader = GraphFileReader(file: filePath, text: text, sampleRate: live.sampleRate)
     do {
         let spec = try reader.read()
         let changes = try live.apply(spec, reader: reader)
