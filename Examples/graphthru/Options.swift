@@ -100,7 +100,7 @@ struct Options {
 /// A JACK server inside this process (--start-server): started before the client, stopped at
 /// exit whatever the path to exit, after the client has closed.
 enum InProcessServer {
-    // Read by the atexit handler, which can capture nothing; set once, on the main thread.
+    // SAFETY: set once on the main thread before the atexit handler (which captures nothing) can read it.
     nonisolated(unsafe) private static var running: JACKServer?
 
     /// Starts the server `options` asks for, under the name asked for (else

@@ -7,11 +7,10 @@ import Glibc
 #endif
 
 /// State the JACK threads touch. Atomics and preallocated pointer arrays only; it outlives the
-/// client (released after `jack_client_close` returns).
-// SAFETY: the pointers are allocated once in init and freed only in deinit, after the client is
-// closed; the process thread writes the buffer arrays and the control thread never reads them;
-// every field shared between threads is an atomic, and shutdownReason is published by the
-// releasing store to shutDown before anyone reads it.
+/// client (released after `jack_client_close` returns). The port handles are written before
+/// activation; the buffer arrays only by the process thread; `shutdownReason` only by the
+/// shutdown callback, before its releasing store to `shutDown`.
+// SAFETY: buffers live from init to deinit (after the client closed); shared fields are atomics or published by shutDown.
 final class JACKRenderState: @unchecked Sendable {
     let graph: GraphRenderContext
     let inputCount: Int

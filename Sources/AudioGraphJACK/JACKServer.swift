@@ -17,8 +17,7 @@ import Glibc
 /// Stop it with ``stop()`` (also done on deinit) before the process exits: jack2 keeps a
 /// machine-wide registry of 8 servers, and a server that is not stopped keeps its entry.
 /// Thread: control thread, never a JACK callback.
-// SAFETY: the only mutable state, the libjackserver handle, is touched by start (init) and
-// stop on the control thread, one call at a time, as documented above; name and driver are lets.
+// SAFETY: its one mutable field, the server handle, changes only in init and stop, on the control thread.
 public final class JACKServer: @unchecked Sendable {
     /// The server's name, as clients give it (`-s NAME`, `$JACK_DEFAULT_SERVER`).
     public let name: String

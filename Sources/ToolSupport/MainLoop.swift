@@ -14,6 +14,8 @@ import Glibc
 /// standard input has bytes, the signal pipe or the driver's shutdown pipe becomes readable, or
 /// ``onWake``'s timeout passes. Bytes of input go to the ``Input`` handler; end of input is
 /// not a quit (the loop goes on without reading).
+///
+/// Thread: the main thread (`@MainActor`), as are the handlers it calls.
 @MainActor
 public final class MainLoop {
     /// How standard input is read.

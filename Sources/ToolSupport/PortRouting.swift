@@ -4,6 +4,7 @@ import AudioGraphJACK
 /// What a tool's ports connect to: for each side, the ports given with --input / --output
 /// (exact names or patterns, whose matches fill the next ports in order), else the server's
 /// physical ports when autoconnecting, else nothing.
+/// Thread: a plain value, made anywhere; ``connect(_:)`` on the main thread.
 public struct PortRouting: Sendable {
     /// Sources for in_1, in_2, …: full port names or patterns (`system:capture_.*`).
     public var inputs: [String] = []
