@@ -75,6 +75,7 @@ public enum QuitSignals {
     /// - Parameters:
     ///   - seconds: 1… whole seconds (SIGALRM).
     ///   - exitStatus: the status the process would have exited with anyway.
+    ///   - body: the closing calls.
     /// - Thread: the main thread.
     public static func withDeadline(seconds: UInt32, exitStatus: Int32, _ body: () -> Void) {
         exitStatusOnAlarm.store(exitStatus, ordering: .relaxed)

@@ -28,7 +28,9 @@ public struct Tool: Sendable {
     public init(name: String) { self.name = name }
 
     /// Writes `text` as it is (no newline added) to `fd`, retrying after EINTR and partial writes.
-    /// - Parameter fd: an open file descriptor; stdout unless told.
+    /// - Parameters:
+    ///   - text: UTF-8 text, written whole (or until a write fails).
+    ///   - fd: an open file descriptor; stdout unless told.
     /// - Thread: any.
     public static func write(_ text: String, to fd: Int32 = STDOUT_FILENO) {
         let bytes = Array(text.utf8)
@@ -49,8 +51,10 @@ public struct Tool: Sendable {
     public func complain(_ message: String) { Tool.write("\(name): \(message)\n", to: STDERR_FILENO) }
 
     /// Prints `name: message` on stderr and exits the process with `status`.
-    /// - Parameter status: ``ExitStatus/failure`` (1) unless told; ``ExitStatus/usage`` (2)
-    ///   for bad options or files.
+    /// - Parameters:
+    ///   - message: one line saying what went wrong and, where it helps, what to do.
+    ///   - status: ``ExitStatus/failure`` (1) unless told; ``ExitStatus/usage`` (2) for bad
+    ///     options or files.
     /// - Thread: the main thread (`exit` runs the atexit handlers, which stop an in-process server).
     public func fail(_ message: String, status: Int32 = ExitStatus.failure) -> Never {
         complain(message)
