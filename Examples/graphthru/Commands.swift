@@ -27,8 +27,12 @@ final class Commands {
         self.monitor = monitor
         self.view = view
         keyHelp = "keys: m mute/unmute · l low-pass on/off (\(Int(monitor.cutoff.rounded())) Hz) · + / - output volume ±3 dB · ? help · q quit"
-        // Started in the background of a shell: touching the terminal must not stop the process
-        // (a stopped JACK client stalls the whole server). Such calls fail instead, and keys stay off.
+    }
+
+    /// Started in the background of a shell, touching the terminal must not stop the process (a
+    /// stopped JACK client stalls the whole server): such calls fail instead, and keys stay off.
+    /// Called first thing, before anything is written to the terminal.
+    static func ignoreTerminalStops() {
         signal(SIGTTOU, SIG_IGN)
         signal(SIGTTIN, SIG_IGN)
     }

@@ -26,8 +26,10 @@ Tool.parkClosedStandardStreams()
 var options = Options.parse(tool: tool)
 
 // Quit signals only wake the main loop (through a pipe), whichever thread takes them; a second
-// one while closing ends the process at once.
+// one while closing ends the process at once. Run in the background, it must never be stopped
+// for touching the terminal: a stopped JACK client stalls the whole server.
 QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
+Commands.ignoreTerminalStops()
 
 // An in-process server when asked for: it must run before the client can join it.
 let server = InProcessServer.start(for: &options, tool: tool)
