@@ -58,21 +58,28 @@ let package = Package(
             dependencies: ["AudioGraph", "CJack", "CJackServer"],
             path: "Sources/AudioGraphJACK"
         ),
+        // What the command-line tools share: output and exit statuses, quit signals through a
+        // self-pipe, the poll main loop, option parsing and port routing.
+        .target(
+            name: "ToolSupport",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Sources/ToolSupport"
+        ),
         .executableTarget(
             name: "graphthru",
-            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
             path: "Examples/graphthru"
         ),
         // Records JACK input to a file: the example of Docs/TapsMetersRecording.md.
         .executableTarget(
             name: "graphrecord",
-            dependencies: ["AudioGraph", "AudioGraphJACK"],
-            path: "Examples/Record"
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
+            path: "Examples/graphrecord"
         ),
         // Runs a graph described in a JSON file, and applies the file's edits live.
         .executableTarget(
             name: "graphrun",
-            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
             path: "Examples/graphrun"
         ),
         .executableTarget(

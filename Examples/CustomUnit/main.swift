@@ -1,5 +1,6 @@
-// Your own processing in Swift: a tremolo as a RenderCallbackUnit, with two parameters, run
-// through a graph offline (no JACK needed) and measured.
+// custom-unit: your own processing in Swift — a tremolo as a RenderCallbackUnit, run offline and measured.
+//
+// The tremolo has two parameters; it runs through a graph offline (no JACK needed).
 //
 //   swift run custom-unit
 //

@@ -1,4 +1,4 @@
-// The README's first graph: IO → low-pass → mixer → IO, rendered offline (no JACK needed).
+// first-graph: the README's first graph — IO → low-pass → mixer → IO, rendered offline (no JACK needed).
 // Run: swift run first-graph
 import AudioGraph
 import Foundation  // sin, log10, String(format:)

@@ -1,6 +1,7 @@
-// The graph file: a small JSON description of an AudioGraph (nodes with a type and
-// parameters, an output format where a unit has one, connections), read with Foundation's
-// JSONSerialization and checked field by field. Errors name the line and the field.
+// graphrun: the graph file format — a small JSON description of an AudioGraph, read and checked field by field.
+//
+// Nodes with a type and parameters, an output format where a unit has one, connections; read
+// with Foundation's JSONSerialization. Errors name the line and the field.
 import AudioGraph
 import Foundation
 
@@ -8,27 +9,71 @@ import Foundation
 enum NodeType: String, CaseIterable {
     case lowpass, mutegate, mixer
 
-    /// Parameter names → (ID, scope, lowest, highest) for the global/output parameters.
-    var parameters: [String: (id: AudioUnitParameterID, scope: AudioUnitScope, range: ClosedRange<Float>)] {
+    /// A new, detached unit of this type; `inputs` input elements for a mixer (1…1024).
+    func makeUnit(inputs: Int = 1) -> AudioUnit {
         switch self {
-        case .lowpass:
-            // The cutoff's top is half the server's rate, checked when the rate is known.
-            return ["cutoff": (LowPassFilterUnit.Parameter.cutoffFrequency, .global, 10...384_000),
-                    "resonance": (LowPassFilterUnit.Parameter.resonance, .global, -20...40)]
-        case .mutegate:
-            return ["mute": (MuteGateUnit.Parameter.mute, .global, 0...1),
-                    "rampTime": (MuteGateUnit.Parameter.rampTime, .global, 0.001...1)]
-        case .mixer:
-            return ["volume": (MultichannelMixerUnit.Parameter.volume, .output, 0...1000)]
+        case .lowpass: LowPassFilterUnit()
+        case .mutegate: MuteGateUnit()
+        case .mixer: MultichannelMixerUnit(inputs: inputs)
         }
     }
+}
 
-    /// The mixer's per-input parameters.
-    static let mixerInputParameters: [String: (id: AudioUnitParameterID, range: ClosedRange<Float>)] = [
-        "volume": (MultichannelMixerUnit.Parameter.volume, 0...1000),
-        "pan": (MultichannelMixerUnit.Parameter.pan, -1...1),
-        "enable": (MultichannelMixerUnit.Parameter.enable, 0...1),
-    ]
+/// The parameters a graph file can set on a unit, as the unit itself describes them
+/// (`AudioUnit.parameterList(scope:)`): name, ID, scope, range, default. Nothing here repeats
+/// a unit's numbers, so the file accepts exactly what the unit does.
+struct ParameterTable {
+    /// A node's "parameters": the unit's global and output-scope parameters, by file name.
+    let node: [String: AudioUnitParameterInfo]
+    /// A mixer's "inputParameters": its input-scope parameters (one set per input element).
+    let input: [String: AudioUnitParameterInfo]
+    /// The sample rate the unit's bounds were read at: the server's, when known.
+    let sampleRate: Double?
+    /// Half the rate the bounds were read at: a hertz bound equal to it is "half the server's rate".
+    let halfRate: Float
+
+    /// The parameters of `unit` as it is now.
+    init(of unit: AudioUnit, sampleRate: Double? = nil) {
+        func byName(_ list: [AudioUnitParameterInfo]) -> [String: AudioUnitParameterInfo] {
+            Dictionary(list.map { (ParameterTable.fileName(of: $0), $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        node = byName(unit.parameterList(scope: .global) + unit.parameterList(scope: .output))
+        input = byName(unit.parameterList(scope: .input))
+        self.sampleRate = sampleRate
+        halfRate = Float((try? unit.streamFormat(scope: .output, element: 0))?.sampleRate ?? 0) / 2
+    }
+
+    /// The parameters of a `type` unit running at `sampleRate`, so that bounds which follow the
+    /// rate (the low-pass cutoff's top, half the rate) are the real ones. When the rate is not
+    /// known yet (`--check`, or before the client opens), they are read at the highest rate a
+    /// stream format allows: the loosest bound any server could have.
+    init(_ type: NodeType, sampleRate: Double?) {
+        let unit = type.makeUnit()
+        if let format = try? StreamFormat.float32(sampleRate: sampleRate ?? StreamFormat.maximumSampleRate, channels: 2) {
+            try? unit.setStreamFormat(format, scope: .output, element: 0)
+        }
+        self.init(of: unit, sampleRate: sampleRate)
+    }
+
+    /// Short names files have always used instead of a unit's own.
+    private static let shortNames = ["CutoffFrequency": "cutoff"]
+
+    /// A parameter's name in a file: the unit's own name in lower camel case ("RampTime" →
+    /// "rampTime"), or its short name ("CutoffFrequency" → "cutoff").
+    static func fileName(of info: AudioUnitParameterInfo) -> String {
+        shortNames[info.name] ?? info.name.prefix(1).lowercased() + info.name.dropFirst()
+    }
+
+    /// Why `value` is outside `info`'s range, or nil when the unit takes it. Parameters that
+    /// clamp are checked against their range; the others (mixer Volume: its range is
+    /// advisory, the unit stores any finite value) against their lowest value only.
+    func problem(with value: Float, _ info: AudioUnitParameterInfo) -> String? {
+        guard info.clampsToRange else { return value < info.minValue ? "\(value) is below \(info.minValue)" : nil }
+        if (info.minValue...info.maxValue).contains(value) { return nil }
+        guard info.unit == .hertz, info.maxValue == halfRate else { return "\(value) is outside \(info.minValue)…\(info.maxValue)" }
+        if let sampleRate, value > info.maxValue { return "\(value) Hz is above half the server's rate (\(Int(sampleRate / 2)) Hz)" }
+        return "\(value) Hz is outside \(Int(info.minValue)) Hz…half the server's sample rate"
+    }
 }
 
 /// One node of a graph file.
@@ -93,118 +138,21 @@ struct GraphFileError: Error, CustomStringConvertible {
     var description: String { "\(file):\(line): \(field.isEmpty ? "" : field + ": ")\(message)" }
 }
 
-/// A step of a path into the JSON text.
-enum JSONPathStep: CustomStringConvertible {
-    case key(String), index(Int)
-    var description: String {
-        switch self { case .key(let k): ".\(k)"; case .index(let i): "[\(i)]" }
-    }
-}
-
-func fieldName(_ path: [JSONPathStep]) -> String {
-    var text = path.map(\.description).joined()
-    if text.hasPrefix(".") { text.removeFirst() }
-    return text
-}
-
-/// Finds the line of a value in JSON text, by path. JSONSerialization gives no positions, so
-/// this walks the text's structure (strings, objects, arrays, scalars) without building values.
-struct JSONLineLocator {
-    let bytes: [UInt8]
-
-    init(_ text: String) { bytes = Array(text.utf8) }
-
-    /// The 1-based line of the value at `path` (of its key, for an object member), or of the
-    /// deepest part of the path that exists.
-    func line(of path: [JSONPathStep]) -> Int {
-        var i = 0
-        skipSpace(&i)
-        var found = i
-        for step in path {
-            guard i < bytes.count else { break }
-            switch step {
-            case .key(let key):
-                guard bytes[i] == UInt8(ascii: "{") else { return lineAt(found) }
-                i += 1
-                while true {
-                    skipSpace(&i)
-                    guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return lineAt(found) }
-                    let keyStart = i
-                    let name = readString(&i)
-                    skipSpace(&i)
-                    if i < bytes.count, bytes[i] == UInt8(ascii: ":") { i += 1 }
-                    skipSpace(&i)
-                    if name == key { found = keyStart; break }
-                    skipValue(&i)
-                    skipSpace(&i)
-                    if i < bytes.count, bytes[i] == UInt8(ascii: ",") { i += 1 } else { return lineAt(found) }
-                }
-            case .index(let index):
-                guard bytes[i] == UInt8(ascii: "[") else { return lineAt(found) }
-                i += 1
-                for _ in 0..<index {
-                    skipSpace(&i)
-                    skipValue(&i)
-                    skipSpace(&i)
-                    if i < bytes.count, bytes[i] == UInt8(ascii: ",") { i += 1 } else { return lineAt(found) }
-                }
-                skipSpace(&i)
-                found = i
-            }
-        }
-        return lineAt(found)
-    }
-
-    /// The 1-based line of a byte offset.
-    func lineAt(_ offset: Int) -> Int {
-        1 + bytes[..<min(offset, bytes.count)].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
-    }
-
-    private func skipSpace(_ i: inout Int) {
-        while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
-    }
-
-    private func readString(_ i: inout Int) -> String {
-        i += 1
-        var out: [UInt8] = []
-        while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
-            if bytes[i] == UInt8(ascii: "\\") { i += 1 }
-            if i < bytes.count { out.append(bytes[i]) }
-            i += 1
-        }
-        i += 1
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private func skipValue(_ i: inout Int) {
-        guard i < bytes.count else { return }
-        switch bytes[i] {
-        case UInt8(ascii: "\""): _ = readString(&i)
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
-            while i < bytes.count {
-                let b = bytes[i]
-                if b == UInt8(ascii: "\"") { _ = readString(&i); continue }
-                if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") { depth += 1 }
-                if b == UInt8(ascii: "}") || b == UInt8(ascii: "]") { depth -= 1; if depth == 0 { i += 1; return } }
-                i += 1
-            }
-        default:
-            while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]")].contains(bytes[i]) { i += 1 }
-        }
-    }
-}
-
 /// Reads and checks a graph file.
 struct GraphFileReader {
     let file: String
     let text: String
     let locator: JSONLineLocator
+    /// Each unit type's parameters, from a unit of that type.
+    private let tables: [NodeType: ParameterTable]
 
-    init(file: String, text: String) {
+    /// A reader of `text`, the contents of `file`, for a server running at `sampleRate` (nil:
+    /// not known yet; parameter bounds that follow the rate are then checked only loosely).
+    init(file: String, text: String, sampleRate: Double? = nil) {
         self.file = file
         self.text = text
         locator = JSONLineLocator(text)
+        tables = Dictionary(uniqueKeysWithValues: NodeType.allCases.map { ($0, ParameterTable($0, sampleRate: sampleRate)) })
     }
 
     func error(_ path: [JSONPathStep], _ message: String) -> GraphFileError {
@@ -330,20 +278,17 @@ struct GraphFileReader {
             if o["format"] != nil { throw error(path + [.key("format")], "a \(type.rawValue) takes the format of its input; only mixer nodes set one") }
             if o["inputParameters"] != nil { throw error(path + [.key("inputParameters")], "only mixer nodes have input parameters") }
         }
+        let table = tables[type]!
         var parameters: [String: Float] = [:]
         if let p = o["parameters"] {
             guard let dict = p as? [String: Any] else { throw error(path + [.key("parameters")], "must be an object of name: number") }
             for key in dict.keys.sorted() {
                 let at = path + [.key("parameters"), .key(key)]
-                guard let info = type.parameters[key] else {
-                    throw error(at, "a \(type.rawValue) has no parameter '\(key)' (it has: \(type.parameters.keys.sorted().joined(separator: ", ")))")
+                guard let info = table.node[key] else {
+                    throw error(at, "a \(type.rawValue) has no parameter '\(key)' (it has: \(table.node.keys.sorted().joined(separator: ", ")))")
                 }
-                let v = try number(dict[key], at, allowBool: type == .mutegate && key == "mute")
-                guard info.range.contains(v) else {
-                    // The cutoff's real top is half the server's rate, known only once running.
-                    if type == .lowpass && key == "cutoff" { throw error(at, "\(v) Hz is outside 10 Hz…half the server's sample rate") }
-                    throw error(at, "\(v) is outside \(info.range.lowerBound)…\(info.range.upperBound)")
-                }
+                let v = try number(dict[key], at, allowBool: info.unit == .boolean)
+                if let problem = table.problem(with: v, info) { throw error(at, problem) }
                 parameters[key] = v
             }
         }
@@ -357,11 +302,11 @@ struct GraphFileReader {
                 guard let dict = entry as? [String: Any] else { throw error(at, "must be an object of name: number") }
                 var values: [String: Float] = [:]
                 for key in dict.keys.sorted() {
-                    guard let info = NodeType.mixerInputParameters[key] else {
-                        throw error(at + [.key(key)], "a mixer input has no parameter '\(key)' (it has: enable, pan, volume)")
+                    guard let info = table.input[key] else {
+                        throw error(at + [.key(key)], "a mixer input has no parameter '\(key)' (it has: \(table.input.keys.sorted().joined(separator: ", ")))")
                     }
-                    let v = try number(dict[key], at + [.key(key)], allowBool: key == "enable")
-                    guard info.range.contains(v) else { throw error(at + [.key(key)], "\(v) is outside \(info.range.lowerBound)…\(info.range.upperBound)") }
+                    let v = try number(dict[key], at + [.key(key)], allowBool: info.unit == .boolean)
+                    if let problem = table.problem(with: v, info) { throw error(at + [.key(key)], problem) }
                     values[key] = v
                 }
                 inputParameters.append(values)

@@ -1,5 +1,6 @@
-// A graph file made into an AudioGraph, and later versions of the file applied to it as live
-// edits: parameter changes set at once, shape changes (nodes added, removed or replaced,
+// graphrun: the live graph — a graph file made into an AudioGraph, later versions applied to it as live edits.
+//
+// Parameter changes are set at once, shape changes (nodes added, removed or replaced,
 // connections changed) queued and swapped in together by one update(). All or nothing: a
 // version that fails leaves the running graph exactly as it was.
 import AudioGraph
@@ -53,14 +54,6 @@ final class LiveGraph {
                 throw reader.error([.key("name")], "the client name cannot change while running; restart graphrun")
             }
         }
-        // Bounds that depend on the server's rate.
-        for (index, node) in new.nodes.enumerated() where node.type == .lowpass {
-            if let cutoff = node.parameters["cutoff"], sampleRate > 0, cutoff > Float(sampleRate / 2) {
-                throw reader.error([.key("nodes"), .index(index), .key("parameters"), .key("cutoff")],
-                                   "\(cutoff) Hz is above half the server's rate (\(Int(sampleRate / 2)) Hz)")
-            }
-        }
-
         let oldNodes = Dictionary(uniqueKeysWithValues: (spec?.nodes ?? []).map { ($0.id, $0) })
         var kept: [String: NodeSpec] = [:]
         var fresh: [(spec: NodeSpec, index: Int)] = []
@@ -141,38 +134,35 @@ final class LiveGraph {
     }
 
     private func makeUnit(_ node: NodeSpec, channels: Int) throws(AudioUnitError) -> AudioUnit {
-        let unit: AudioUnit
-        switch node.type {
-        case .lowpass: unit = LowPassFilterUnit()
-        case .mutegate: unit = MuteGateUnit()
-        case .mixer:
-            let mixer = MultichannelMixerUnit(inputs: node.inputs)
+        let unit = node.type.makeUnit(inputs: node.inputs)
+        if node.type == .mixer {
             let rate = sampleRate > 0 ? sampleRate : 48_000
-            try mixer.setStreamFormat(try .float32(sampleRate: rate, channels: UInt32(node.channels ?? channels)), scope: .output, element: 0)
-            unit = mixer
+            try unit.setStreamFormat(try .float32(sampleRate: rate, channels: UInt32(node.channels ?? channels)), scope: .output, element: 0)
         }
         _ = setParameters(of: unit, node, previous: nil)
         return unit
     }
 
     /// Sets the parameters that differ from `previous` (all of them when nil); returns how many.
+    /// Names, scopes and defaults are the unit's own (``ParameterTable``).
     private func setParameters(of unit: AudioUnit, _ node: NodeSpec, previous: NodeSpec?) -> Int {
+        let table = ParameterTable(of: unit)
         var count = 0
         for (name, value) in node.parameters where previous?.parameters[name] != value {
-            guard let info = node.type.parameters[name] else { continue }
+            guard let info = table.node[name] else { continue }
             if (try? unit.setParameter(info.id, value, scope: info.scope, element: 0)) != nil { count += 1 }
         }
         // A parameter taken out of the file goes back to its default.
         for (name, _) in previous?.parameters ?? [:] where node.parameters[name] == nil {
-            guard let info = node.type.parameters[name], let def = try? unit.parameterInfo(info.id, scope: info.scope).defaultValue else { continue }
-            if (try? unit.setParameter(info.id, def, scope: info.scope, element: 0)) != nil { count += 1 }
+            guard let info = table.node[name] else { continue }
+            if (try? unit.setParameter(info.id, info.defaultValue, scope: info.scope, element: 0)) != nil { count += 1 }
         }
         for element in 0..<node.inputs {
             let now = element < node.inputParameters.count ? node.inputParameters[element] : [:]
             let before = previous.map { element < $0.inputParameters.count ? $0.inputParameters[element] : [:] }
-            for (name, info) in NodeType.mixerInputParameters {
-                let value = now[name] ?? (try? unit.parameterInfo(info.id, scope: .input).defaultValue) ?? 0
-                let old = before.map { $0[name] ?? ((try? unit.parameterInfo(info.id, scope: .input).defaultValue) ?? 0) }
+            for (name, info) in table.input {
+                let value = now[name] ?? info.defaultValue
+                let old = before.map { $0[name] ?? info.defaultValue }
                 if old == value || (old == nil && now[name] == nil) { continue }
                 if (try? unit.setParameter(info.id, value, scope: .input, element: AudioUnitElement(element))) != nil { count += 1 }
             }

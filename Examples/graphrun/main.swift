@@ -1,9 +1,10 @@
-// graphrun: runs a graph described in a JSON file as a JACK client, and follows the file:
-// each saved change is applied to the running graph as a live edit (no restart).
+// graphrun: the tool's life — read the graph file, open the client, run the graph, follow the file's edits live, close.
+//
+// Each saved change of the file is applied to the running graph as a live edit (no restart).
 import AudioGraph
 import AudioGraphJACK
 import Foundation
-import Synchronization
+import ToolSupport
 
 let usage = """
 usage: graphrun FILE [options]
@@ -41,193 +42,95 @@ file format (see Examples/graphthru.json):
                      { "from": "mixer", "to": "io" } ] }
 """
 
-func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
-func complain(_ text: String) { FileHandle.standardError.write(Data(("graphrun: " + text + "\n").utf8)) }
-func fail(_ message: String, status: Int32 = 1) -> Never { complain(message); exit(status) }
+let tool = Tool(name: "graphrun")
 
+// Options: the client's (no --channels: the file says how many), the file, --check.
+Tool.parkClosedStandardStreams()
+var client = ClientOptions()
 var filePath: String?
-var clientName: String?
-var serverName: String?
-var autoconnect = true
-var inputs: [String] = []
-var outputs: [String] = []
 var checkOnly = false
-do {
-    let args = Array(CommandLine.arguments.dropFirst())
-    var i = 0
-    func value(_ flag: String) -> String {
-        i += 1
-        guard i < args.count else { fail("\(flag) needs a value (see --help)", status: 2) }
-        return args[i]
-    }
-    while i < args.count {
-        switch args[i] {
-        case "--help", "-h": say(usage); exit(0)
-        case "--name":
-            clientName = value("--name")
-            if let problem = JACKDriver.problem(withClientName: clientName!) { fail("--name '\(clientName!)': \(problem)", status: 2) }
-        case "--server": serverName = value("--server")
-        case "--no-autoconnect": autoconnect = false
-        case "--input": inputs.append(value("--input"))
-        case "--output": outputs.append(value("--output"))
-        case "--check": checkOnly = true
-        case let arg where arg.hasPrefix("-"): fail("unknown option '\(arg)' (see --help)", status: 2)
-        case let arg:
-            guard filePath == nil else { fail("one graph file only ('\(filePath!)' and '\(arg)')", status: 2) }
-            filePath = arg
-        }
-        i += 1
+var arguments = Arguments(tool: tool)
+while let argument = arguments.next() {
+    if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect]) { continue }
+    switch argument {
+    case "--help", "-h": tool.help(usage)
+    case "--check": checkOnly = true
+    case let arg where arg.hasPrefix("-"): arguments.unknown(arg)
+    case let arg:
+        guard filePath == nil else { tool.fail("one graph file only ('\(filePath!)' and '\(arg)')", status: ExitStatus.usage) }
+        filePath = arg
     }
 }
-guard let filePath else { fail("no graph file given (see --help)", status: 2) }
+guard let filePath else { tool.fail("no graph file given (see --help)", status: ExitStatus.usage) }
 
-/// The file's identity and contents now: (modification time, size, inode) and its text.
-func readFile() -> (stamp: [Int], text: String)? {
-    var info = stat()
-    guard stat(filePath, &info) == 0, let data = FileManager.default.contents(atPath: filePath) else { return nil }
-    let stamp = [Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int(info.st_size), Int(info.st_ino)]
-    return (stamp, String(decoding: data, as: UTF8.self))
-}
-
-guard let first = readFile() else { fail("cannot read '\(filePath)'", status: 2) }
-let firstReader = GraphFileReader(file: filePath, text: first.text)
+// The file, checked before anything runs: its channel count sizes the client.
+guard let file = FollowedFile(path: filePath) else { tool.fail("cannot read '\(filePath)'", status: ExitStatus.usage) }
+let firstReader = GraphFileReader(file: filePath, text: file.text)
 let firstSpec: GraphSpec
-do { firstSpec = try firstReader.read() } catch { fail("\(error)", status: 2) }
+do { firstSpec = try firstReader.read() } catch { tool.fail("\(error)", status: ExitStatus.usage) }
 if checkOnly {
-    say("graphrun: \(filePath) is valid: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s), \(firstSpec.channels) channel(s)")
-    exit(0)
+    tool.say("graphrun: \(filePath) is valid: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s), \(firstSpec.channels) channel(s)")
+    exit(ExitStatus.success)
 }
 
-// Signals set a flag and write to a pipe the main loop polls.
-let quitSignal = Atomic<Int32>(0)
-let signalPipe: (read: Int32, write: Int32) = {
-    var fds: [Int32] = [-1, -1]
-    guard pipe(&fds) == 0 else { return (-1, -1) }
-    for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-    return (fds[0], fds[1])
-}()
-_ = signalPipe
-for sig in [SIGINT, SIGTERM, SIGHUP] {
-    signal(sig) { sig in
-        if quitSignal.exchange(sig, ordering: .relaxed) != 0 { _exit(128 + sig) }
-        var byte: UInt8 = 1
-        _ = write(signalPipe.write, &byte, 1)
-    }
-}
-signal(SIGPIPE, SIG_IGN)
+QuitSignals.install([SIGINT, SIGTERM, SIGHUP])
 
+// The graph (the IO unit alone until the file is applied), then the client it runs in.
 let live: LiveGraph
-do { live = try LiveGraph() } catch { fail("could not make the graph: \(error)") }
-var options = JACKDriver.Options()
-options.clientName = clientName ?? firstSpec.name ?? "graphrun"
-options.serverName = serverName
-options.inputChannels = firstSpec.channels
-options.outputChannels = firstSpec.channels
-let driver: JACKDriver
-do { driver = try JACKDriver(graph: live.graph, options: options) } catch {
-    if case .invalidClientName = error { fail("\(error)", status: 2) }
-    fail("\(error)")
-}
+do { live = try LiveGraph() } catch { tool.fail("could not make the graph: \(error)") }
+client.channels = firstSpec.channels
+let driver = tool.openDriver(graph: live.graph, options: client.driverOptions(defaultName: firstSpec.name ?? "graphrun"))
+// The file once more, now that the server's rate gives the bounds that follow it (the cutoff's
+// top), made into the graph.
 live.sampleRate = Double(driver.sampleRate)
-do { try live.apply(firstSpec, reader: firstReader) } catch { driver.close(); fail("\(error)", status: 2) }
+let startReader = GraphFileReader(file: filePath, text: file.text, sampleRate: live.sampleRate)
+do { try live.apply(try startReader.read(), reader: startReader) } catch { driver.close(); tool.fail("\(error)", status: ExitStatus.usage) }
 do {
     try driver.start()
 } catch {
     driver.close()
-    if case .graph = error { fail("\(filePath):\(firstSpec.connectionsLine): connections: \(error)", status: 2) }
-    fail("\(error)")
+    if case .graph = error { tool.fail("\(filePath):\(firstSpec.connectionsLine): connections: \(error)", status: ExitStatus.usage) }
+    tool.fail("\(error)")
 }
-do {
-    for (ours, given, sources) in [(driver.inputPortNames, inputs, true), (driver.outputPortNames, outputs, false)] {
-        var theirs: [String] = []
-        if given.isEmpty { theirs = autoconnect ? driver.physicalPorts(capture: sources) : [] }
-        else { for spec in given { theirs += try driver.ports(matching: spec, sources: sources, timeout: 2) } }
-        for (their, our) in zip(theirs, ours) {
-            if sources { try driver.connect(their, to: our, timeout: 2) } else { try driver.connect(our, to: their, timeout: 2) }
-        }
-    }
-} catch {
-    driver.close()
-    fail("\(error)")
-}
-say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
-
-var stamp = first.stamp
-var fileMissing = false
-var lastText = first.text
+do { _ = try client.routing.connect(driver) } catch { driver.close(); tool.fail("\(error)") }
+tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
 
 /// Reads the file again and applies what changed. Errors leave the running graph as it was.
 @MainActor func reload(force: Bool) {
-    guard let now = readFile() else {
-        // Once per absence: editors that save by deleting and re-creating leave a gap.
-        if !fileMissing { complain("cannot read '\(filePath)' now; still running the previous version") }
-        fileMissing = true
-        return
-    }
-    fileMissing = false
-    guard force || now.stamp != stamp else { return }
-    stamp = now.stamp
-    guard force || now.text != lastText else { return }
-    lastText = now.text
-    let reader = GraphFileReader(file: filePath, text: now.text)
+    guard let text = file.changedText(force: force, tool: tool) else { return }
+    let reader = GraphFileReader(file: filePath, text: text, sampleRate: live.sampleRate)
     do {
         let spec = try reader.read()
         let changes = try live.apply(spec, reader: reader)
         driver.recomputeLatency()  // a reshaped node may add or remove a resampling conversion
-        say("graphrun: reloaded \(filePath): \(changes.description)")
+        tool.say("graphrun: reloaded \(filePath): \(changes.description)")
     } catch {
-        complain("\(error); still running the previous version:\n" + live.graph.description)
+        tool.complain("\(error); still running the previous version:\n" + live.graph.description)
     }
 }
 
-var line: [UInt8] = []
-var stdinOpen = true
-var buffer = [UInt8](repeating: 0, count: 256)
-var exitStatus: Int32 = 0
-loop: while quitSignal.load(ordering: .relaxed) == 0 {
-    if driver.isShutDown {
-        complain("the JACK server shut down (\(driver.shutdownReason)); exiting")
-        exitStatus = 1
-        break
+/// Acts on one command line; false for quit.
+@MainActor func command(_ line: String) -> Bool {
+    let command = line.trimmingCharacters(in: .whitespaces)
+    switch command {
+    case "": break
+    case "reload": reload(force: true)
+    case "dump": tool.say(live.graph.description)
+    case "quit", "q", "exit": return false
+    default: tool.complain("unknown command '\(command)' (reload, dump, quit)")
     }
-    if driver.sampleRateChanged {
-        do {
-            try driver.followSampleRate()
-            live.sampleRate = Double(driver.sampleRate)
-            say("graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")
-        } catch {
-            complain("could not follow the server's new sample rate (\(driver.sampleRate) Hz): \(error)")
-            exitStatus = 1
-            break
-        }
-    }
-    var fds = [pollfd(fd: driver.shutdownFileDescriptor, events: Int16(POLLIN), revents: 0),
-               pollfd(fd: signalPipe.read, events: Int16(POLLIN), revents: 0),
-               pollfd(fd: stdinOpen ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0)]
-    // The file is checked 5 times a second (a stat; read only when it changed).
-    let ready = poll(&fds, 3, 200)
-    reload(force: false)
-    guard ready > 0, fds[2].revents != 0 else { continue }
-    let n = read(STDIN_FILENO, &buffer, buffer.count)
-    if n <= 0 {
-        if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-        stdinOpen = false
-        continue
-    }
-    for byte in buffer[0..<n] {
-        guard byte == UInt8(ascii: "\n") else { line.append(byte); continue }
-        let command = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces)
-        line = []
-        switch command {
-        case "": break
-        case "reload": reload(force: true)
-        case "dump": say(live.graph.description)
-        case "quit", "q", "exit": break loop
-        default: complain("unknown command '\(command)' (reload, dump, quit)")
-        }
-    }
+    return true
 }
+
+// Until quit: the file is checked 5 times a second (a stat; read only when it changed).
+let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
+loop.onWake = { reload(force: false); return 200 }
+loop.onSampleRateFollowed = {
+    live.sampleRate = Double(driver.sampleRate)
+    tool.say("graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")
+}
+let status = loop.run()
 let xruns = driver.xrunCount
-driver.close()
-say("graphrun: stopped; \(xruns) xrun(s)")
-exit(exitStatus)
+QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }
+tool.say("graphrun: stopped; \(xruns) xrun(s)")
+exit(status)

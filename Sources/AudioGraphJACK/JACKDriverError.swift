@@ -1,3 +1,6 @@
+// AudioGraphJACK: the driver's errors — one case per way JACK or the graph can refuse, each described in one actionable line.
+import AudioGraph
+
 /// Why the JACK driver could not do what was asked. Each case's description is one line a user
 /// can act on.
 public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -19,8 +22,8 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     case connectionFailed(source: String, destination: String, code: Int32)
     /// The channel count is outside 1…64.
     case invalidChannelCount(Int)
-    /// The graph refused: an `AudioUnitError` code (for example no IO node).
-    case graph(AudioUnitErrorCode)
+    /// The graph refused, with the graph's own error (for example `.outputNodeErr`: no IO node).
+    case graph(AudioUnitError)
     /// The server shut down or dropped this client.
     case serverShutDown(reason: String)
     /// An in-process server (``JACKServer``) could not start; `reason` says why.
@@ -29,9 +32,6 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     case invalidPortPattern(String)
     /// Setting or reading JACK metadata (a pretty name) failed for this port.
     case metadataFailed(port: String)
-
-    /// The `OSStatus` of a wrapped graph error.
-    public typealias AudioUnitErrorCode = Int32
 
     /// What went wrong and what to do.
     public var description: String {
@@ -56,9 +56,8 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
             return "could not connect '\(source)' to '\(destination)' (jack_connect returned \(code)); check port directions with `jack_lsp -p`"
         case .invalidChannelCount(let n):
             return "channel count \(n) is outside 1…64"
-        case .graph(let code):
-            let name = AudioUnitErrorName(code)
-            return "the graph refused to run: \(name)"
+        case .graph(let error):
+            return "the graph refused to run: \(error)"
         case .serverShutDown(let reason):
             return "the JACK server shut down or dropped the client: \(reason)"
         case .serverStartFailed(let name, let reason):
@@ -69,10 +68,4 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
             return "could not set JACK metadata on '\(port)' (jack_set_property failed; the server's metadata store may be unavailable)"
         }
     }
-}
-
-import AudioGraph
-
-func AudioUnitErrorName(_ code: Int32) -> String {
-    AudioUnitError(rawValue: code)?.description ?? "OSStatus \(code)"
 }

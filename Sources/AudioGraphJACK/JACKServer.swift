@@ -1,3 +1,4 @@
+// AudioGraphJACK: the in-process server — a jackd started inside this process through libjackserver, for machines with none.
 import CJack
 import CJackServer
 #if canImport(Glibc)
@@ -16,6 +17,7 @@ import Glibc
 /// Stop it with ``stop()`` (also done on deinit) before the process exits: jack2 keeps a
 /// machine-wide registry of 8 servers, and a server that is not stopped keeps its entry.
 /// Thread: control thread, never a JACK callback.
+// SAFETY: its one mutable field, the server handle, changes only in init and stop, on the control thread.
 public final class JACKServer: @unchecked Sendable {
     /// The server's name, as clients give it (`-s NAME`, `$JACK_DEFAULT_SERVER`).
     public let name: String

@@ -106,7 +106,7 @@ extension JACKIntegration {
             options.inputChannels = 0
             #expect(throws: JACKDriverError.invalidChannelCount(0)) { try JACKDriver(graph: graph, options: options) }
             options.inputChannels = 2
-            #expect(throws: JACKDriverError.graph(AudioUnitError.outputNodeErr.rawValue)) {
+            #expect(throws: JACKDriverError.graph(AudioUnitError.outputNodeErr)) {
                 try JACKDriver(graph: AudioGraph(), options: options)
             }
         }

@@ -1,0 +1,104 @@
+// graphrun: JSON positions — the line of a value in JSON text found by its path, for errors that name line and field.
+
+/// A step of a path into the JSON text.
+enum JSONPathStep: CustomStringConvertible {
+    case key(String), index(Int)
+    var description: String {
+        switch self { case .key(let k): ".\(k)"; case .index(let i): "[\(i)]" }
+    }
+}
+
+/// A path as an error names the field: `nodes[1].parameters.cutoff`.
+func fieldName(_ path: [JSONPathStep]) -> String {
+    var text = path.map(\.description).joined()
+    if text.hasPrefix(".") { text.removeFirst() }
+    return text
+}
+
+/// Finds the line of a value in JSON text, by path. JSONSerialization gives no positions, so
+/// this walks the text's structure (strings, objects, arrays, scalars) without building values.
+struct JSONLineLocator {
+    let bytes: [UInt8]
+
+    init(_ text: String) { bytes = Array(text.utf8) }
+
+    /// The 1-based line of the value at `path` (of its key, for an object member), or of the
+    /// deepest part of the path that exists.
+    func line(of path: [JSONPathStep]) -> Int {
+        var i = 0
+        skipSpace(&i)
+        var found = i
+        for step in path {
+            guard i < bytes.count else { break }
+            switch step {
+            case .key(let key):
+                guard bytes[i] == UInt8(ascii: "{") else { return lineAt(found) }
+                i += 1
+                while true {
+                    skipSpace(&i)
+                    guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { return lineAt(found) }
+                    let keyStart = i
+                    let name = readString(&i)
+                    skipSpace(&i)
+                    if i < bytes.count, bytes[i] == UInt8(ascii: ":") { i += 1 }
+                    skipSpace(&i)
+                    if name == key { found = keyStart; break }
+                    skipValue(&i)
+                    skipSpace(&i)
+                    if i < bytes.count, bytes[i] == UInt8(ascii: ",") { i += 1 } else { return lineAt(found) }
+                }
+            case .index(let index):
+                guard bytes[i] == UInt8(ascii: "[") else { return lineAt(found) }
+                i += 1
+                for _ in 0..<index {
+                    skipSpace(&i)
+                    skipValue(&i)
+                    skipSpace(&i)
+                    if i < bytes.count, bytes[i] == UInt8(ascii: ",") { i += 1 } else { return lineAt(found) }
+                }
+                skipSpace(&i)
+                found = i
+            }
+        }
+        return lineAt(found)
+    }
+
+    /// The 1-based line of a byte offset.
+    func lineAt(_ offset: Int) -> Int {
+        1 + bytes[..<min(offset, bytes.count)].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+    }
+
+    private func skipSpace(_ i: inout Int) {
+        while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
+    }
+
+    private func readString(_ i: inout Int) -> String {
+        i += 1
+        var out: [UInt8] = []
+        while i < bytes.count, bytes[i] != UInt8(ascii: "\"") {
+            if bytes[i] == UInt8(ascii: "\\") { i += 1 }
+            if i < bytes.count { out.append(bytes[i]) }
+            i += 1
+        }
+        i += 1
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private func skipValue(_ i: inout Int) {
+        guard i < bytes.count else { return }
+        switch bytes[i] {
+        case UInt8(ascii: "\""): _ = readString(&i)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            while i < bytes.count {
+                let b = bytes[i]
+                if b == UInt8(ascii: "\"") { _ = readString(&i); continue }
+                if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") { depth += 1 }
+                if b == UInt8(ascii: "}") || b == UInt8(ascii: "]") { depth -= 1; if depth == 0 { i += 1; return } }
+                i += 1
+            }
+        default:
+            while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]")].contains(bytes[i]) { i += 1 }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+// graphthru: the options — the help text, the command line parsed and checked, and the in-process server it may ask for.
+import AudioGraph
+import AudioGraphJACK
+import ToolSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+usage: graphthru [options]
+
+Monitors JACK input through an AudioGraph to JACK output, with a click-free mute.
+  IO in → [low-pass] → mute gate → mixer → IO out
+
+options:
+  --name NAME         JACK client name (default: graphthru)
+  --server NAME       JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
+  --start-server [DRIVER]
+                      start that server inside graphthru (libjackserver; DRIVER "dummy" by
+                      default, "alsa" for a sound card; 48 kHz, period 256) and stop it on exit
+  --channels N        input and output channels, 1…64 (default: 2)
+  --no-autoconnect    do not connect to the physical capture/playback ports
+  --input PORT        connect PORT to the next in_k instead of physical capture (repeatable);
+                      an exact port name, or a pattern as jack_lsp takes (system:capture_.*)
+                      whose matches fill the next in_k in order
+  --output PORT       connect the next out_k to PORT instead of physical playback (repeatable;
+                      names or patterns as for --input)
+  --muted             start muted
+  --lowpass HZ        start with a low-pass filter at HZ (10…sampleRate/2; `l` toggles it;
+                      without this option `l` inserts one at 1000 Hz)
+  --quiet             print nothing on stdout except answers to `status`, `dump` and `help`
+  --dump              print the graph (nodes, formats, connections, conversions, state) once
+                      it runs, like CAShow; the `dump` command prints it again
+  --record FILE       record what goes to the outputs to FILE (.wav or .flac); at exit it prints
+                      "recorded N frames to FILE (D dropped)", and a write that fails while
+                      running (disk full) is reported at once while monitoring goes on
+  --record-format F   int16, int24 or float32 (default: float32 for WAV, int24 for FLAC)
+  --help              show this help
+
+control:
+  terminal keys:      m mute · l low-pass · + / - output volume ±3 dB · ? help · q quit
+  otherwise (lines):  mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | -
+                      | status | dump | help | quit      (end of input keeps running)
+  SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
+
+output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, DSP load,
+server, sample rate, period, meters); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`,
+`low-pass: on (1000 Hz)`, `xruns: 2`, and one `status: …` line per `status` command.
+
+exit status: 0 after quit or a signal; 1 when JACK fails (no server, server gone, port errors,
+a --start-server that cannot start); 2 for bad options (including a name JACK cannot take, a
+--lowpass outside 10…rate/2, or a --record file that cannot be created in that format).
+"""
+
+/// What the command line asked for.
+struct Options {
+    /// Name, server, channels and routing of the JACK client.
+    var client = ClientOptions()
+    var muted = false
+    /// The low-pass to start with, in Hz (checked against the server's rate once it is known).
+    var lowpass: Float?
+    var quiet = false
+    /// The driver of a server to start in-process, or nil to join a running one.
+    var startServer: String?
+    var record: String?
+    var recordFormat: RecordingSettings.SampleFormat?
+    var dump = false
+
+    /// The options of this process's command line; exits 0 for --help, 2 for anything wrong.
+    static func parse(tool: Tool) -> Options {
+        var o = Options()
+        var arguments = Arguments(tool: tool)
+        while let arg = arguments.next() {
+            if o.client.parse(arg, from: &arguments) { continue }
+            switch arg {
+            case "--help", "-h": tool.help(usage)
+            // The driver is optional: the next argument is it unless it is another option.
+            case "--start-server": o.startServer = arguments.optionalValue() ?? "dummy"
+            case "--muted": o.muted = true
+            case "--quiet", "-q": o.quiet = true
+            case "--dump": o.dump = true
+            case "--lowpass":
+                let v = arguments.value(for: arg)
+                guard let hz = Float(v), hz.isFinite, hz > 0 else { tool.fail("--lowpass needs a frequency in Hz, not '\(v)'", status: ExitStatus.usage) }
+                o.lowpass = hz
+            case "--record": o.record = arguments.value(for: arg)
+            case "--record-format": o.recordFormat = arguments.sampleFormat(for: arg)
+            default: arguments.unknown(arg)
+            }
+        }
+        if o.recordFormat != nil && o.record == nil { tool.fail("--record-format needs --record FILE", status: ExitStatus.usage) }
+        let channels = o.client.channels == 1 ? "1 channel" : "\(o.client.channels) channels"
+        for (flag, given) in [("--input", o.client.routing.inputs), ("--output", o.client.routing.outputs)] where given.count > o.client.channels {
+            tool.fail("\(given.count) \(flag) ports but only \(channels) (raise --channels)", status: ExitStatus.usage)
+        }
+        return o
+    }
+}
+
+/// A JACK server inside this process (--start-server): started before the client, stopped at
+/// exit whatever the path to exit, after the client has closed.
+enum InProcessServer {
+    // SAFETY: set once on the main thread before the atexit handler (which captures nothing) can read it.
+    nonisolated(unsafe) private static var running: JACKServer?
+
+    /// Starts the server `options` asks for, under the name asked for (else
+    /// `$JACK_DEFAULT_SERVER`, else "default"), and points the client at it; nil when none is
+    /// asked for. Exits 1 when it cannot start (a server of that name runs, no such driver).
+    static func start(for options: inout Options, tool: Tool) -> JACKServer? {
+        guard let driver = options.startServer else { return nil }
+        let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) }
+        let name = options.client.server ?? (environment?.isEmpty == false ? environment! : "default")
+        do {
+            running = try JACKServer(name: name, driver: driver)
+        } catch {
+            tool.fail("\(error)")
+        }
+        options.client.server = name
+        atexit { InProcessServer.running?.stop() }
+        return running
+    }
+}

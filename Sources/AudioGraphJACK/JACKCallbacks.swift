@@ -1,0 +1,183 @@
+// AudioGraphJACK: the JACK callbacks — the state JACK's threads share with the driver, and the named functions libjack calls.
+import AudioGraph
+import CJack
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// State the JACK threads touch. Atomics and preallocated pointer arrays only; it outlives the
+/// client (released after `jack_client_close` returns). The port handles are written before
+/// activation; the buffer arrays only by the process thread; `shutdownReason` only by the
+/// shutdown callback, before its releasing store to `shutDown`.
+// SAFETY: buffers live from init to deinit (after the client closed); shared fields are atomics or published by shutDown.
+final class JACKRenderState: @unchecked Sendable {
+    let graph: GraphRenderContext
+    let inputCount: Int
+    let outputCount: Int
+    let inputPorts: UnsafeMutablePointer<OpaquePointer?>
+    let outputPorts: UnsafeMutablePointer<OpaquePointer?>
+    let inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let xruns = Atomic<UInt64>(0)
+    let cycles = Atomic<UInt64>(0)
+    let bufferSize = Atomic<UInt32>(0)
+    let sampleRate = Atomic<UInt32>(0)
+    let shutDown = Atomic<Bool>(false)
+    /// Becomes readable when the server shuts down (a self-pipe: write(2) is safe in the callback).
+    let shutdownPipe: (read: Int32, write: Int32)
+    /// Reason text from the shutdown callback, NUL-terminated, copied without allocating.
+    let shutdownReason: UnsafeMutablePointer<CChar>
+    static let reasonCapacity = 256
+
+    init(graph: GraphRenderContext, inputCount: Int, outputCount: Int) {
+        self.graph = graph
+        self.inputCount = inputCount
+        self.outputCount = outputCount
+        inputPorts = .allocate(capacity: max(1, inputCount))
+        inputPorts.initialize(repeating: nil, count: max(1, inputCount))
+        outputPorts = .allocate(capacity: max(1, outputCount))
+        outputPorts.initialize(repeating: nil, count: max(1, outputCount))
+        // Placeholder pointers; replaced by jack_port_get_buffer every cycle before use.
+        let dummy = UnsafeMutablePointer<Float>.allocate(capacity: 1)
+        dummy.initialize(to: 0)
+        placeholder = dummy
+        inputBuffers = .allocate(capacity: max(1, inputCount))
+        inputBuffers.initialize(repeating: dummy, count: max(1, inputCount))
+        outputBuffers = .allocate(capacity: max(1, outputCount))
+        outputBuffers.initialize(repeating: dummy, count: max(1, outputCount))
+        var fds: [Int32] = [-1, -1]
+        if pipe(&fds) == 0 {
+            for fd in fds {
+                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            }
+        } else {
+            fds = [-1, -1]
+        }
+        shutdownPipe = (fds[0], fds[1])
+        shutdownReason = .allocate(capacity: JACKRenderState.reasonCapacity)
+        shutdownReason.initialize(repeating: 0, count: JACKRenderState.reasonCapacity)
+    }
+    private let placeholder: UnsafeMutablePointer<Float>
+
+    deinit {
+        inputPorts.deallocate(); outputPorts.deallocate()
+        inputBuffers.deallocate(); outputBuffers.deallocate()
+        shutdownReason.deallocate(); placeholder.deallocate()
+        if shutdownPipe.read >= 0 { Glibc.close(shutdownPipe.read); Glibc.close(shutdownPipe.write) }
+    }
+
+    /// Sets every callback on `client`, with `self` (unretained) as their argument. jack.h: only
+    /// while the client is inactive, so before its ports are used and before `jack_activate`.
+    /// - Thread: control thread.
+    func install(on client: OpaquePointer) {
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        jack_set_process_callback(client, audiographJACKProcess, arg)
+        jack_set_xrun_callback(client, audiographJACKXrun, arg)
+        jack_set_buffer_size_callback(client, audiographJACKBufferSize, arg)
+        jack_set_sample_rate_callback(client, audiographJACKSampleRate, arg)
+        jack_set_latency_callback(client, audiographJACKLatency, arg)
+        jack_on_info_shutdown(client, audiographJACKShutdown, arg)
+    }
+}
+
+/// The state behind a callback's `arg`, without retaining it (the driver keeps it alive).
+private func renderState(_ arg: UnsafeMutableRawPointer) -> JACKRenderState {
+    Unmanaged<JACKRenderState>.fromOpaque(arg).takeUnretainedValue()
+}
+
+/// The JACK process callback: fetch port buffers, pull the graph. Never fails: returns 0.
+/// Thread: JACK's real-time process thread. `@_noLocks`; the only escape is
+/// `jack_port_get_buffer` (real-time safe per jack.h: it is meant to be called every cycle).
+/// The call into the core's `GraphRenderContext.render` is checked too: that function is
+/// `@_noLocks` in its own module.
+@_noLocks
+func audiographJACKProcess(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    guard let arg else { return 0 }
+    Unmanaged<JACKRenderState>.fromOpaque(arg)._withUnsafeGuaranteedRef { s in
+        let n = Int(frames)
+        // jack_port_get_buffer does not fail for a registered port; if it ever did, skip the
+        // cycle (JACK then plays what its buffers hold) rather than trap on the audio thread.
+        for c in 0..<s.inputCount {
+            let port = s.inputPorts[c]
+            guard let buffer = _unsafePerformance({ jack_port_get_buffer(port, frames) }) else { return }
+            s.inputBuffers[c] = buffer.assumingMemoryBound(to: Float.self)
+        }
+        for c in 0..<s.outputCount {
+            let port = s.outputPorts[c]
+            guard let buffer = _unsafePerformance({ jack_port_get_buffer(port, frames) }) else { return }
+            s.outputBuffers[c] = buffer.assumingMemoryBound(to: Float.self)
+        }
+        let graph = s.graph
+        let input = UnsafePointer(s.inputBuffers), inputCount = s.inputCount
+        let output = UnsafePointer(s.outputBuffers), outputCount = s.outputCount
+        graph.render(frameCount: n, input: input, inputChannelCount: inputCount,
+                     output: output, outputChannelCount: outputCount)
+        s.cycles.store(s.cycles.load(ordering: .relaxed) &+ 1, ordering: .relaxed)  // single writer
+    }
+    return 0
+}
+
+/// xrun callback: counts. Thread: a JACK thread.
+func audiographJACKXrun(_ arg: UnsafeMutableRawPointer?) -> Int32 {
+    guard let arg else { return 0 }
+    renderState(arg).xruns.add(1, ordering: .relaxed)
+    return 0
+}
+
+/// Buffer-size callback: records the new period. The graph renders any period as slices of at
+/// most MaximumFramesPerSlice, so nothing is reallocated. Thread: a JACK thread.
+func audiographJACKBufferSize(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    guard let arg else { return 0 }
+    renderState(arg).bufferSize.store(frames, ordering: .relaxed)
+    return 0
+}
+
+/// Sample-rate callback: records the rate only; the control thread's
+/// `JACKDriver.followSampleRate()` reconfigures the graph. Thread: a JACK thread.
+func audiographJACKSampleRate(_ rate: jack_nframes_t, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    guard let arg else { return 0 }
+    renderState(arg).sampleRate.store(rate, ordering: .relaxed)
+    return 0
+}
+
+/// Latency callback (jack.h, `jack_set_latency_callback`): each output reports the largest
+/// latency of the inputs it comes from plus the delay the graph's format conversions add (its
+/// resamplers' FIFOs), and each input the largest of the outputs it goes to plus the same;
+/// `jack_lsp -l` then shows the true path latency. Thread: a JACK thread.
+func audiographJACKLatency(_ mode: jack_latency_callback_mode_t, _ arg: UnsafeMutableRawPointer?) {
+    guard let arg else { return }
+    let s = renderState(arg)
+    let capture = mode == JackCaptureLatency
+    let (from, fromCount, to, toCount) = capture
+        ? (s.inputPorts, s.inputCount, s.outputPorts, s.outputCount)
+        : (s.outputPorts, s.outputCount, s.inputPorts, s.inputCount)
+    var range = jack_latency_range_t(min: 0, max: 0)
+    var first = true
+    for i in 0..<fromCount {
+        var r = jack_latency_range_t()
+        jack_port_get_latency_range(from[i], mode, &r)
+        if first { range = r; first = false } else { range.min = min(range.min, r.min); range.max = max(range.max, r.max) }
+    }
+    let extra = jack_nframes_t(s.graph.latencyFrames)
+    range.min += extra
+    range.max += extra
+    for i in 0..<toCount { jack_port_set_latency_range(to[i], mode, &range) }
+}
+
+/// Shutdown callback. Like a signal handler: copies the reason without allocating, sets the
+/// flag and writes a byte to the shutdown pipe; the control thread closes the client.
+/// Thread: a JACK thread.
+func audiographJACKShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ arg: UnsafeMutableRawPointer?) {
+    guard let arg else { return }
+    let s = renderState(arg)
+    var i = 0
+    if let reason {
+        while i < JACKRenderState.reasonCapacity - 1, reason[i] != 0 { s.shutdownReason[i] = reason[i]; i += 1 }
+    }
+    s.shutdownReason[i] = 0
+    s.shutDown.store(true, ordering: .releasing)
+    var byte: UInt8 = 1
+    _ = write(s.shutdownPipe.write, &byte, 1)
+}

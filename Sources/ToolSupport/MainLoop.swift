@@ -1,0 +1,123 @@
+// ToolSupport: the poll main loop — sleeps until input, a quit signal, a server shutdown or a timeout, and follows the server's rate.
+import AudioGraphJACK
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A tool's main loop, on the main thread while JACK's threads pull the graph.
+///
+/// Each time round it checks, in order: a quit signal (``QuitSignals``) → returns 0; the server
+/// shut down or dropped the client → says so and returns 1; the server's sample rate changed
+/// (the driver's callback only records it) → `JACKDriver.followSampleRate()` here, then
+/// ``onSampleRateFollowed``, or says why it could not and returns 1. Then it calls ``onWake``
+/// (the tool's periodic work: redraw, reload a file, print a level) and sleeps in `poll` until
+/// standard input has bytes, the signal pipe or the driver's shutdown pipe becomes readable, or
+/// ``onWake``'s timeout passes. Bytes of input go to the ``Input`` handler; end of input is
+/// not a quit (the loop goes on without reading).
+///
+/// Thread: the main thread (`@MainActor`), as are the handlers it calls.
+@MainActor
+public final class MainLoop {
+    /// How standard input is read.
+    public enum Input {
+        /// Not at all.
+        case none
+        /// As lines (without the newline; a last line without one is passed at end of input).
+        /// The handler returns false to quit.
+        case lines((String) -> Bool)
+        /// Byte by byte, for single keys from a terminal in non-canonical mode. The handler
+        /// returns false to quit.
+        case keys((UInt8) -> Bool)
+    }
+
+    /// The tool whose messages these are.
+    public let tool: Tool
+    /// The client whose shutdown and rate changes the loop watches.
+    public let driver: JACKDriver
+    /// Whether standard input is still open (false after end of input or an error).
+    public private(set) var inputOpen = true
+
+    /// Called each time round before the loop sleeps (the first time before the first sleep):
+    /// the tool's periodic work. Returns the longest sleep, in milliseconds (≥ 0). Default 1000.
+    public var onWake: () -> Int32 = { 1000 }
+    /// Whether standard input is read this time round (graphthru: not while its terminal
+    /// belongs to another process group). Default: always.
+    public var readsInputNow: () -> Bool = { true }
+    /// Called after the graph followed a new server rate (`driver.sampleRate` is the new one).
+    public var onSampleRateFollowed: () -> Void = {}
+    /// Called when reading a terminal fails with EIO: the tool was put in the background. The
+    /// loop keeps reading; the tool should stop asking for input until it is in the foreground.
+    public var onBackground: () -> Void = {}
+
+    private let input: Input
+    private var line: [UInt8] = []
+    private var buffer = [UInt8](repeating: 0, count: 256)
+
+    /// A loop for `driver`'s client, reading standard input as `input` says.
+    public init(tool: Tool, driver: JACKDriver, input: Input = .none) {
+        self.tool = tool
+        self.driver = driver
+        self.input = input
+        if case .none = input { inputOpen = false }
+    }
+
+    /// Runs until a quit command (an input handler returned false) or signal, or a failure.
+    /// - Returns: the exit status: ``ExitStatus/success`` (0) for a quit, ``ExitStatus/failure``
+    ///   (1) when the server went away or the graph could not follow its new rate (the reason is
+    ///   on stderr).
+    /// - Thread: the main thread.
+    public func run() -> Int32 {
+        while true {
+            if QuitSignals.received != 0 { return ExitStatus.success }
+            if driver.isShutDown {
+                let reason = driver.shutdownReason
+                tool.complain("the JACK server shut down\(reason.isEmpty ? "" : " (\(reason))"); exiting")
+                return ExitStatus.failure
+            }
+            if driver.sampleRateChanged {
+                do {
+                    try driver.followSampleRate()
+                    onSampleRateFollowed()
+                } catch {
+                    tool.complain("could not follow the server's new sample rate (\(driver.sampleRate) Hz): \(error)")
+                    return ExitStatus.failure
+                }
+            }
+            let timeout = onWake()
+            let readInput = inputOpen && readsInputNow()
+            var fds = [pollfd(fd: driver.shutdownFileDescriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: QuitSignals.fileDescriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: readInput ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 3, timeout)
+            if ready <= 0 || fds[2].revents == 0 { continue }
+            if !readInputNow() { return ExitStatus.success }
+        }
+    }
+
+    /// Reads what standard input has and passes it on; false when a handler asked to quit.
+    private func readInputNow() -> Bool {
+        let n = read(STDIN_FILENO, &buffer, buffer.count)
+        if n <= 0 {
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { return true }
+            if n < 0, errno == EIO, case .keys = input { onBackground(); return true }
+            inputOpen = false
+            if case .lines(let handle) = input, !line.isEmpty {
+                defer { line = [] }
+                return handle(String(decoding: line, as: UTF8.self))
+            }
+            return true
+        }
+        for byte in buffer[0..<n] {
+            switch input {
+            case .none: break
+            case .keys(let handle): if !handle(byte) { return false }
+            case .lines(let handle):
+                guard byte == UInt8(ascii: "\n") else { line.append(byte); continue }
+                let text = String(decoding: line, as: UTF8.self)
+                line = []
+                if !handle(text) { return false }
+            }
+        }
+        return true
+    }
+}

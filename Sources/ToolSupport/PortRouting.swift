@@ -1,0 +1,55 @@
+// ToolSupport: port routing — a client's ports connected to ports named, matched by jack_lsp patterns, or physical.
+import AudioGraphJACK
+
+/// What a tool's ports connect to: for each side, the ports given with --input / --output
+/// (exact names or patterns, whose matches fill the next ports in order), else the server's
+/// physical ports when autoconnecting, else nothing.
+/// Thread: a plain value, made anywhere; ``connect(_:)`` on the main thread.
+public struct PortRouting: Sendable {
+    /// Sources for in_1, in_2, …: full port names or patterns (`system:capture_.*`).
+    public var inputs: [String] = []
+    /// Destinations for out_1, out_2, …: full port names or patterns.
+    public var outputs: [String] = []
+    /// Whether a side with nothing given connects to the physical capture / playback ports.
+    public var autoconnect = true
+
+    /// Nothing given, autoconnect on.
+    public init() {}
+
+    /// Connects both sides of an active client: port k of ours to the k-th port given or
+    /// matched (waiting up to 2 s for given ports to appear: their client may still be
+    /// starting), or to physical port k. Extra ports on either side stay unconnected.
+    /// - Returns: notes for the ports left unconnected on a side that was routed, each
+    ///   "note: 1 physical capture port(s) for 2 channels; graphthru:in_2… stay unconnected".
+    /// - Throws: `JACKDriverError.invalidPortPattern`, `.portNotFound` (nothing matched in 2 s),
+    ///   `.connectionFailed`, `.serverShutDown`.
+    /// - Thread: the main thread (it waits); never a JACK callback.
+    public func connect(_ driver: JACKDriver) throws(JACKDriverError) -> [String] {
+        var notes: [String] = []
+        notes += try connectSide(driver, given: inputs, ours: driver.inputPortNames, outgoing: false)
+        notes += try connectSide(driver, given: outputs, ours: driver.outputPortNames, outgoing: true)
+        return notes
+    }
+
+    private func connectSide(_ driver: JACKDriver, given: [String], ours: [String], outgoing: Bool) throws(JACKDriverError) -> [String] {
+        guard !given.isEmpty || autoconnect else { return [] }
+        var theirs: [String] = []
+        if given.isEmpty {
+            theirs = driver.physicalPorts(capture: !outgoing)
+        } else {
+            for spec in given { theirs += try driver.ports(matching: spec, sources: !outgoing, timeout: 2) }
+        }
+        for (their, our) in zip(theirs, ours) {
+            if outgoing { try driver.connect(our, to: their, timeout: given.isEmpty ? 0 : 2) }
+            else { try driver.connect(their, to: our, timeout: given.isEmpty ? 0 : 2) }
+        }
+        let label = given.isEmpty ? (outgoing ? "physical playback" : "physical capture") : (outgoing ? "--output" : "--input")
+        if theirs.count < ours.count {
+            return ["note: \(theirs.count) \(label) port(s) for \(ours.count) channels; \(ours[theirs.count])… stay unconnected"]
+        }
+        if theirs.count > ours.count {
+            return ["note: \(theirs.count) \(label) ports matched for \(ours.count) channels; \(theirs[ours.count])… stay unconnected"]
+        }
+        return []
+    }
+}
