@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // AudioGraph: an AUGraph-style real-time audio graph engine for Linux, pulled by JACK.
-// Dependencies point one way: Examples → AudioGraphJACK (driver) → AudioGraph (core, no JACK).
+// Dependencies point one way: Examples → ToolSupport (what the tools share) → AudioGraphJACK (driver) → AudioGraph (core, no JACK).
 import PackageDescription
 
 let package = Package(
@@ -70,7 +70,7 @@ let package = Package(
             dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
             path: "Examples/graphthru"
         ),
-        // Records JACK input to a file: the example of Docs/TapsMetersRecording.md.
+        // Records JACK input to a file: the example of the TapsMetersRecording article (AudioGraph.docc).
         .executableTarget(
             name: "graphrecord",
             dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
@@ -103,10 +103,11 @@ let package = Package(
             dependencies: ["AudioGraph", "CReference"],
             path: "Benchmarks/graphbench"
         ),
-        // Test support shared by both test targets (driving converters over whole signals).
+        // The one test-support target both test targets share: offline graphs and signals, converters
+        // over whole signals, real jackd servers, the probe client, speech, the tools as child processes.
         .target(
             name: "AudioGraphTestSupport",
-            dependencies: ["AudioGraph"],
+            dependencies: ["AudioGraph", "CJack", "CSndFile"],
             path: "Tests/AudioGraphTestSupport"
         ),
         .testTarget(

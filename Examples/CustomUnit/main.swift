@@ -15,7 +15,7 @@ enum Tremolo {
 }
 
 // The LFO's phase lives in memory the callback owns; it is allocated here, before rendering,
-// because the callback may not allocate (Docs/RealTimeRules.md).
+// because the callback may not allocate (the RealTimeRules article in Sources/AudioGraph/AudioGraph.docc).
 let phase = UnsafeMutablePointer<Double>.allocate(capacity: 1)
 phase.initialize(to: 0)
 defer { phase.deallocate() }

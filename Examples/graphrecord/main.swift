@@ -1,4 +1,4 @@
-// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM, showing the input level (Docs/TapsMetersRecording.md).
+// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM, showing the input level (the example of the TapsMetersRecording article, Sources/AudioGraph/AudioGraph.docc).
 //
 //   swift run graphrecord [--server NAME] [--name CLIENT] [--channels N] [--input PORT]...
 //                         [--format int16|int24|float32] [--rate HZ] FILE.wav|FILE.flac

@@ -1,4 +1,5 @@
 import CJack
+import AudioGraphTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import AudioGraph
 import AudioGraphJACK
 import CAllocCounter
+import AudioGraphTestSupport
 import Foundation
 import Synchronization
 import Testing

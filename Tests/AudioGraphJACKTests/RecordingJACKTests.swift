@@ -2,6 +2,7 @@ import AudioGraph
 import AudioGraphJACK
 import CAllocCounter
 import CSndFile
+import AudioGraphTestSupport
 import Foundation
 import Synchronization
 import Testing

@@ -1,17 +1,14 @@
+// Test support: real jackd servers, the probe client, real speech, and the tools as child processes, for the JACK tests.
 import CJack
 import CSndFile
 import Foundation
 import Synchronization
-import Testing
 
-/// Every test that runs a JACK client. Serialized as a whole: on a 2-core machine, clients of
-/// several servers running at once starve each other into xruns.
-@Suite(.serialized) struct JACKIntegration {}
 
 /// A real jackd (dummy driver) for the tests: the one named in `$AUDIOGRAPH_TEST_JACK_SERVER`
 /// (started by scripts/test and .ci/run), or else one started here and stopped at exit.
-enum TestServer {
-    static let shared: String = {
+public enum TestServer {
+    public static let shared: String = {
         if let name = ProcessInfo.processInfo.environment["AUDIOGRAPH_TEST_JACK_SERVER"], !name.isEmpty {
             precondition(waitForServer(name, seconds: 10), "AUDIOGRAPH_TEST_JACK_SERVER=\(name) is set but no such server answers")
             return name
@@ -22,10 +19,10 @@ enum TestServer {
         atexit { TestServer.ownServer.withLock { $0?.stop() } }
         return server.name
     }()
-    static let ownServer = Mutex<PrivateServer?>(nil)
+    public static let ownServer = Mutex<PrivateServer?>(nil)
 
     /// Whether a client can open on `name` within `seconds`.
-    static func waitForServer(_ name: String, seconds: Double) -> Bool {
+    public static func waitForServer(_ name: String, seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         jack_set_error_function { _ in }
         jack_set_info_function { _ in }
@@ -43,19 +40,19 @@ enum TestServer {
 }
 
 /// A jackd process with the dummy driver (48 kHz and period 256 unless told), 2 capture and 2 playback ports.
-final class PrivateServer: @unchecked Sendable {
-    let name: String
+public final class PrivateServer: @unchecked Sendable {
+    public let name: String
     private let pid: pid_t
     private let exited = Mutex<Bool>(false)
 
-    struct StartFailure: Error, CustomStringConvertible { let description: String }
+    public struct StartFailure: Error, CustomStringConvertible { public let description: String }
 
     /// Starts jackd and waits (up to 20 s) until a client can connect. jackd runs under a small
     /// shell watchdog that stops it when this test process goes away, however it goes (a
     /// crashed or killed test run must not leave servers behind: jack2 allows 8 per machine).
     /// The watchdog is started with posix_spawn and an empty signal mask: the test runner's
     /// threads block signals, and a child inheriting that mask could never be stopped.
-    init(name: String, period: Int = 256, sampleRate: Int = 48_000) throws {
+    public init(name: String, period: Int = 256, sampleRate: Int = 48_000) throws {
         self.name = name
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("jackd-\(name).log").path
         // Real-time scheduling where the machine grants it (jackd falls back by itself where it
@@ -93,7 +90,7 @@ final class PrivateServer: @unchecked Sendable {
     }
 
     /// Stops jackd, with SIGTERM (a clean shutdown) or SIGKILL, and waits for it.
-    func kill(signal: Int32 = SIGKILL) {
+    public func kill(signal: Int32 = SIGKILL) {
         exited.withLock { done in
             guard !done else { return }
             Glibc.kill(pid, signal == SIGKILL ? SIGUSR1 : SIGTERM)
@@ -103,14 +100,14 @@ final class PrivateServer: @unchecked Sendable {
         }
     }
 
-    func stop() { kill(signal: SIGTERM) }
+    public func stop() { kill(signal: SIGTERM) }
 }
 
 /// Real recorded speech from alsa-utils, read with libsndfile as Float32 in −1…1.
-enum Speech {
-    static let path = "/usr/share/sounds/alsa/Front_Center.wav"
+public enum Speech {
+    public static let path = "/usr/share/sounds/alsa/Front_Center.wav"
 
-    static func load(_ path: String = Speech.path) -> (samples: [Float], sampleRate: Int) {
+    public static func load(_ path: String = Speech.path) -> (samples: [Float], sampleRate: Int) {
         var info = SF_INFO()
         guard let file = sf_open(path, Int32(SFM_READ), &info) else {
             preconditionFailure("cannot read \(path): install alsa-utils")
@@ -126,16 +123,16 @@ enum Speech {
 }
 
 /// State the probe's JACK callback touches.
-final class ProbeState: @unchecked Sendable {
-    let play: UnsafeMutableBufferPointer<Float>
-    let capture: UnsafeMutableBufferPointer<Float>
-    let position = Atomic<Int>(0)
-    let armed = Atomic<Bool>(false)
-    let xruns = Atomic<Int>(0)
-    var outPort: OpaquePointer?
-    var inPort: OpaquePointer?
+public final class ProbeState: @unchecked Sendable {
+    public let play: UnsafeMutableBufferPointer<Float>
+    public let capture: UnsafeMutableBufferPointer<Float>
+    public let position = Atomic<Int>(0)
+    public let armed = Atomic<Bool>(false)
+    public let xruns = Atomic<Int>(0)
+    public var outPort: OpaquePointer?
+    public var inPort: OpaquePointer?
 
-    init(play: [Float], captureFrames: Int) {
+    public init(play: [Float], captureFrames: Int) {
         self.play = .allocate(capacity: play.count)
         _ = self.play.initialize(from: play)
         capture = .allocate(capacity: captureFrames)
@@ -146,14 +143,14 @@ final class ProbeState: @unchecked Sendable {
 
 /// A JACK client that plays a buffer from its `out` port and records its `in` port, starting in
 /// the same cycle once armed. Used to feed and measure the client under test.
-final class ProbeClient {
-    let client: OpaquePointer
-    let state: ProbeState
-    let name: String
+public final class ProbeClient {
+    public let client: OpaquePointer
+    public let state: ProbeState
+    public let name: String
 
-    let outPort: String, inPort: String
+    public let outPort: String, inPort: String
 
-    init(server: String, name: String = "probe", play: [Float], captureFrames: Int,
+    public init(server: String, name: String = "probe", play: [Float], captureFrames: Int,
          outPort: String = "out", inPort: String = "in") {
         var status = jack_status_t(rawValue: 0)
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
@@ -191,7 +188,7 @@ final class ProbeClient {
         precondition(jack_activate(client) == 0)
     }
 
-    func connect(_ source: String, _ destination: String) {
+    public func connect(_ source: String, _ destination: String) {
         let code = jack_connect(client, source, destination)
         precondition(code == 0 || code == EEXIST, "jack_connect \(source) → \(destination): \(code)")
     }
@@ -201,9 +198,9 @@ final class ProbeClient {
     /// is run again (5 passes at most), so the comparison is about our code, not the machine's load.
     /// Whether the last pass of ``run(timeout:)`` still saw an xrun (all five did): what it
     /// captured then says nothing about our code.
-    private(set) var lastPassHadXruns = false
+    public private(set) var lastPassHadXruns = false
 
-    func run(timeout: Double = 20) -> [Float] {
+    public func run(timeout: Double = 20) -> [Float] {
         for _ in 0..<5 {
             let xrunsBefore = state.xruns.load(ordering: .relaxed)
             state.position.store(0, ordering: .relaxed)
@@ -226,7 +223,7 @@ final class ProbeClient {
 }
 
 /// Where `played` reappears exactly in `captured`, if it does: the offset in frames.
-func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int = 8192) -> Int? {
+public func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int = 8192) -> Int? {
     guard let firstPlayed = played.firstIndex(where: { $0 != 0 }),
           let firstCaptured = captured.firstIndex(where: { $0 != 0 }) else { return nil }
     let delay = firstCaptured - firstPlayed
@@ -238,7 +235,7 @@ func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int = 8192) 
 /// Where `played` appears exactly in `captured`, at any offset: for captures that may hold
 /// several passes of it (a pass that had an xrun is played again, so an earlier copy can be
 /// damaged). The offset of the first intact copy, or nil.
-func exactOccurrence(of played: [Float], in captured: [Float]) -> Int? {
+public func exactOccurrence(of played: [Float], in captured: [Float]) -> Int? {
     guard let first = played.firstIndex(where: { $0 != 0 }) else { return nil }
     let marker = played[first]
     var start = 0
@@ -254,7 +251,7 @@ func exactOccurrence(of played: [Float], in captured: [Float]) -> Int? {
 }
 
 /// Runs a command and returns its standard output.
-func run(_ executable: String, _ arguments: [String], server: String) throws -> String {
+public func run(_ executable: String, _ arguments: [String], server: String) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -273,13 +270,13 @@ func run(_ executable: String, _ arguments: [String], server: String) throws -> 
 /// One of the package's executables (graphthru, graphrun, …) as a child process, with its stdin
 /// as a pipe and its stdout and stderr in files (complete the moment it exits, unlike a pipe
 /// drained by another thread).
-final class ToolProcess: @unchecked Sendable {
-    let process = Process()
-    let stdin = Pipe()
+public final class ToolProcess: @unchecked Sendable {
+    public let process = Process()
+    public let stdin = Pipe()
     private let outputURL: URL
     private let errorURL: URL
 
-    static var binary: URL {
+    public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["GRAPHTHRU"] { return URL(fileURLWithPath: path) }
         // The test bundle sits beside the products in .build/<config>/.
         var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -292,16 +289,16 @@ final class ToolProcess: @unchecked Sendable {
     }
 
     /// The package's executable `name`, beside graphthru in the build folder.
-    static func binary(_ name: String) -> URL {
+    public static func binary(_ name: String) -> URL {
         binary.deletingLastPathComponent().appendingPathComponent(name)
     }
 
     /// graphthru with `arguments`.
-    convenience init(_ arguments: [String], server: String) throws {
+    public convenience init(_ arguments: [String], server: String) throws {
         try self.init("graphthru", arguments, server: server)
     }
 
-    init(_ executable: String, _ arguments: [String], server: String) throws {
+    public init(_ executable: String, _ arguments: [String], server: String) throws {
         process.executableURL = ToolProcess.binary(executable)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
@@ -319,16 +316,16 @@ final class ToolProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var stdout: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
-    var stderr: String { (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "" }
+    public var stdout: String { (try? String(contentsOf: outputURL, encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOf: errorURL, encoding: .utf8)) ?? "" }
 
     /// Waits until stdout contains `text` `count` times; false on timeout or exit.
-    func waitFor(_ text: String, count: Int = 1, timeout: Double = 10) -> Bool {
+    public func waitFor(_ text: String, count: Int = 1, timeout: Double = 10) -> Bool {
         wait(text, count: count, in: { stdout }, timeout: timeout)
     }
 
     /// Waits until stderr contains `text`; false on timeout or exit.
-    func waitForError(_ text: String, timeout: Double = 10) -> Bool {
+    public func waitForError(_ text: String, timeout: Double = 10) -> Bool {
         wait(text, count: 1, in: { stderr }, timeout: timeout)
     }
 
@@ -342,12 +339,12 @@ final class ToolProcess: @unchecked Sendable {
         return false
     }
 
-    func send(_ line: String) {
+    public func send(_ line: String) {
         stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
     }
 
     /// Waits for exit; nil if it did not exit within `timeout` seconds (then it is killed).
-    func waitForExit(timeout: Double = 10) -> Int32? {
+    public func waitForExit(timeout: Double = 10) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning {
@@ -367,8 +364,8 @@ final class ToolProcess: @unchecked Sendable {
 }
 
 /// Text appended from one thread and read from another.
-final class LockedText: Sendable {
+public final class LockedText: Sendable {
     private let storage = Mutex<String>("")
-    func append(_ s: String) { storage.withLock { $0 += s } }
-    var text: String { storage.withLock { $0 } }
+    public func append(_ s: String) { storage.withLock { $0 += s } }
+    public var text: String { storage.withLock { $0 } }
 }
