@@ -229,6 +229,7 @@ extension JACKIntegration {
 
 /// A command run inside a pseudo-terminal (`script -qfec`), keys written to it, everything it
 /// shows collected in a file.
+// SAFETY (@unchecked Sendable): constants (Process, Pipe, file URLs) used from the test's thread; the child writes only to its file.
 final class TerminalProcess: @unchecked Sendable {
     let process = Process()
     let input = Pipe()

@@ -40,6 +40,7 @@ public enum TestServer {
 }
 
 /// A jackd process with the dummy driver (48 kHz and period 256 unless told), 2 capture and 2 playback ports.
+// SAFETY (@unchecked Sendable): constants, and whether the server exited behind a Mutex.
 public final class PrivateServer: @unchecked Sendable {
     public let name: String
     private let pid: pid_t
@@ -123,6 +124,7 @@ public enum Speech {
 }
 
 /// State the probe's JACK callback touches.
+// SAFETY (@unchecked Sendable): buffers and ports set before the client activates, then only atomics change; the capture buffer is read after the pass ends.
 public final class ProbeState: @unchecked Sendable {
     public let play: UnsafeMutableBufferPointer<Float>
     public let capture: UnsafeMutableBufferPointer<Float>
@@ -270,6 +272,7 @@ public func run(_ executable: String, _ arguments: [String], server: String) thr
 /// One of the package's executables (graphthru, graphrun, …) as a child process, with its stdin
 /// as a pipe and its stdout and stderr in files (complete the moment it exits, unlike a pipe
 /// drained by another thread).
+// SAFETY (@unchecked Sendable): constants (Process, Pipe, file URLs) used from the test's thread; the child writes only to its files.
 public final class ToolProcess: @unchecked Sendable {
     public let process = Process()
     public let stdin = Pipe()

@@ -8,6 +8,7 @@ import Glibc
 #endif
 
 /// Int16 samples served to a render callback from a fixed array, one slice after another.
+// SAFETY (@unchecked Sendable): immutable samples and an atomic position.
 final class Int16Source: @unchecked Sendable {
     let samples: [Int16]          // interleaved
     let channels: Int

@@ -177,12 +177,14 @@ struct AudioGraphTests {
     }
 }
 
+// SAFETY (@unchecked Sendable): touched by callbacks the offline renderer calls on the test's own thread, and read there after.
 final class Counter: @unchecked Sendable {
     private var count = 0
     func increment() { count += 1 }
     var value: Int { count }
 }
 
+// SAFETY (@unchecked Sendable): set by a callback the offline renderer calls on the test's own thread, read there after.
 final class ErrorBox: @unchecked Sendable {
     private(set) var error: AudioUnitError?
     func set(_ e: AudioUnitError) { error = e }
@@ -244,6 +246,7 @@ extension AudioUnit {
     var nodeForTest: AUNode? { node }
 }
 
+// SAFETY (@unchecked Sendable): appended to by a callback the offline renderer calls on the test's own thread, read there after.
 final class SampleLog: @unchecked Sendable {
     struct Entry { let time: Double; let first: Float; let frames: Int }
     private(set) var entries: [Entry] = []

@@ -23,6 +23,7 @@ struct LiveEditStressTests {
     }
 
     /// Pulls the graph on its own thread with a tone in, and checks every slice came out equal.
+    // SAFETY (@unchecked Sendable): constants and atomics only; the render context is itself a handle to atomics.
     final class RenderThread: @unchecked Sendable {
         let context: GraphRenderContext
         let stop = Atomic<Bool>(false)
