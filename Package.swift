@@ -23,8 +23,9 @@ let package = Package(
             pkgConfig: "jack",
             providers: [.apt(["libjack-jackd2-dev"])]
         ),
-        // A child program that cannot outlive this process (fork, PR_SET_PDEATHSIG, exec): how
-        // JACKServer runs jack2's jackd as a separate program, nothing of it linked or loaded.
+        // A child program that cannot outlive this process (a watchdog told by PR_SET_PDEATHSIG,
+        // then exec): how JACKServer runs jack2's jackd as a separate program, nothing of it
+        // linked or loaded.
         .target(
             name: "CProcessSpawn",
             path: "Sources/CProcessSpawn"

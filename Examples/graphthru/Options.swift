@@ -98,8 +98,8 @@ struct Options {
 }
 
 /// graphthru's own JACK server (--start-server), a child jackd: started before the client,
-/// stopped at exit whatever the path to exit, after the client has closed (and taken down by
-/// the kernel if graphthru is killed).
+/// stopped at exit whatever the path to exit, after the client has closed (and by its watchdog
+/// if graphthru is killed).
 enum OwnServer {
     // SAFETY: set once on the main thread before the atexit handler (which captures nothing) can read it.
     nonisolated(unsafe) private static var running: JACKServer?

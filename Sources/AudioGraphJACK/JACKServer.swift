@@ -10,16 +10,18 @@ import Glibc
 /// other process join it by its name, as they would join any `jackd`.
 ///
 /// It is a separate program, not a library: nothing of jack2's server (GPL) is linked into or
-/// loaded by this process. The child gets SIGTERM from the kernel when this process ends,
-/// however it ends (even by SIGKILL), so it never outlives it; its output is read by this
-/// process and shown only when `AUDIOGRAPH_JACK_VERBOSE=1` (each line prefixed `jackd: `, on
-/// stderr).
+/// loaded by this process. It never outlives this process: it runs under a small watchdog
+/// process (a fork of this one, which the kernel tells when this process dies, however it
+/// dies, SIGKILL included), which then sends jackd SIGTERM, once this process is wholly gone
+/// and its clients have left the server, so that jackd shuts down cleanly (within about half
+/// a second). Its output is read by this process and shown only when
+/// `AUDIOGRAPH_JACK_VERBOSE=1` (each line prefixed `jackd: `, on stderr).
 ///
 /// Stop it with ``stop()`` (also done on deinit) before the process exits: a clean stop lets
 /// the clients close first and jackd remove its entry from jack2's machine-wide registry of 8
 /// servers.
-/// Thread: control thread, never a JACK callback. jackd is forked by a watcher thread of its
-/// own that lives as long as jackd, so the thread that created the server may end first.
+/// Thread: control thread, never a JACK callback. The watchdog is forked by a thread of the
+/// server's own that lives as long as jackd, so the thread that created the server may end first.
 // SAFETY: its one mutable field, the child handle, changes only in init and stop, on the control thread.
 public final class JACKServer: @unchecked Sendable {
     /// The server's name, as clients give it (`-s NAME`, `$JACK_DEFAULT_SERVER`).
