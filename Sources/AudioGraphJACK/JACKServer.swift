@@ -65,7 +65,7 @@ public final class JACKServer: @unchecked Sendable {
         }
         self.name = name
         self.driver = driver
-        var arguments = ["jackd", realtime ?? (driver != "dummy") ? "-R" : "--no-realtime", "-n", name, "-d", driver]
+        var arguments = ["jackd", (realtime ?? (driver != "dummy")) ? "-R" : "--no-realtime", "-n", name, "-d", driver]
         if sampleRate != 0 || period != 0 {
             let accepted = JACKServer.driverOptions(driver)
             if sampleRate != 0 && accepted.contains("--rate") { arguments += ["--rate", String(sampleRate)] }
@@ -101,7 +101,8 @@ public final class JACKServer: @unchecked Sendable {
     }
 
     /// Whether jackd still runs: false once it has exited (stopped with ``stop()``, killed, or
-    /// gone by itself). Thread: any.
+    /// gone by itself). Does not block. Thread: control thread (the handle it reads is the one
+    /// ``stop()`` releases).
     public var isRunning: Bool {
         guard let child else { return false }
         return !audiograph_child_wait(child, 0)
