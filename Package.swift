@@ -23,11 +23,12 @@ let package = Package(
             pkgConfig: "jack",
             providers: [.apt(["libjack-jackd2-dev"])]
         ),
-        // libjackserver's control API (jack/control.h, from libjack-jackd2-dev), loaded at run
-        // time with dlopen: linking libjackserver beside libjack would take over the client API.
+        // A child program that cannot outlive this process (a watchdog told by PR_SET_PDEATHSIG,
+        // then exec): how JACKServer runs jack2's jackd as a separate program, nothing of it
+        // linked or loaded.
         .target(
-            name: "CJackServer",
-            path: "Sources/CJackServer"
+            name: "CProcessSpawn",
+            path: "Sources/CProcessSpawn"
         ),
         // libsndfile from Debian's libsndfile1-dev: reading and writing audio files.
         .systemLibrary(
@@ -55,7 +56,7 @@ let package = Package(
         // The JACK driver: a client whose process callback pulls the graph.
         .target(
             name: "AudioGraphJACK",
-            dependencies: ["AudioGraph", "CJack", "CJackServer"],
+            dependencies: ["AudioGraph", "CJack", "CProcessSpawn"],
             path: "Sources/AudioGraphJACK"
         ),
         // What the command-line tools share: output and exit statuses, quit signals through a

@@ -1,4 +1,4 @@
-// graphthru: the options — the help text, the command line parsed and checked, and the in-process server it may ask for.
+// graphthru: the options — the help text, the command line parsed and checked, and the JACK server (a child jackd) it may ask for.
 import AudioGraph
 import AudioGraphJACK
 import ToolSupport
@@ -16,8 +16,8 @@ options:
   --name NAME         JACK client name (default: graphthru)
   --server NAME       JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
   --start-server [DRIVER]
-                      start that server inside graphthru (libjackserver; DRIVER "dummy" by
-                      default, "alsa" for a sound card; 48 kHz, period 256) and stop it on exit
+                      start that server as a jackd child process (DRIVER "dummy" by default,
+                      "alsa" for a sound card; 48 kHz, period 256) and stop it on exit
   --channels N        input and output channels, 1…64 (default: 2)
   --no-autoconnect    do not connect to the physical capture/playback ports
   --input PORT        connect PORT to the next in_k instead of physical capture (repeatable);
@@ -60,7 +60,7 @@ struct Options {
     /// The low-pass to start with, in Hz (checked against the server's rate once it is known).
     var lowpass: Float?
     var quiet = false
-    /// The driver of a server to start in-process, or nil to join a running one.
+    /// The driver of a server to start (a child jackd), or nil to join a running one.
     var startServer: String?
     var record: String?
     var recordFormat: RecordingSettings.SampleFormat?
@@ -97,15 +97,16 @@ struct Options {
     }
 }
 
-/// A JACK server inside this process (--start-server): started before the client, stopped at
-/// exit whatever the path to exit, after the client has closed.
-enum InProcessServer {
+/// graphthru's own JACK server (--start-server), a child jackd: started before the client,
+/// stopped at exit whatever the path to exit, after the client has closed (and by its watchdog
+/// if graphthru is killed).
+enum OwnServer {
     // SAFETY: set once on the main thread before the atexit handler (which captures nothing) can read it.
     nonisolated(unsafe) private static var running: JACKServer?
 
     /// Starts the server `options` asks for, under the name asked for (else
     /// `$JACK_DEFAULT_SERVER`, else "default"), and points the client at it; nil when none is
-    /// asked for. Exits 1 when it cannot start (a server of that name runs, no such driver).
+    /// asked for. Exits 1 when it cannot start (a server of that name runs, jackd is missing, no such driver).
     static func start(for options: inout Options, tool: Tool) -> JACKServer? {
         guard let driver = options.startServer else { return nil }
         let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) }
@@ -116,7 +117,7 @@ enum InProcessServer {
             tool.fail("\(error)")
         }
         options.client.server = name
-        atexit { InProcessServer.running?.stop() }
+        atexit { OwnServer.running?.stop() }
         return running
     }
 }

@@ -58,7 +58,7 @@ final class StatusView {
         let period = driver.bufferSize
         let ms = String(format1: Float(period) * 1000 / Float(max(driver.sampleRate, 1)))
         var lines = [
-            "graphthru · client '\(driver.clientName)' · JACK server '\(driver.serverName)'\(server != nil ? " (in-process)" : "") · \(driver.sampleRate) Hz · period \(period) (\(ms) ms) · \(monitor.channels) ch",
+            "graphthru · client '\(driver.clientName)' · JACK server '\(driver.serverName)'\(server != nil ? " (own jackd)" : "") · \(driver.sampleRate) Hz · period \(period) (\(ms) ms) · \(monitor.channels) ch",
             "mute \(muteText) · volume \(dB(monitor.volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · DSP load \(String(format1: driver.cpuLoad))%",
         ]
         if let meters = monitor.meterReadings() {
@@ -144,6 +144,8 @@ final class StatusView {
     /// The two start-up lines (client, server, rate, period, channels; the ports).
     func startupReport(lowpass: Float?) {
         guard display != .quiet else { return }
+        // "in-process" is no longer true (the server is a child jackd), but GraphthruControlTests
+        // asserts these words, here and in closingReport: they change when those tests may.
         let started = server.map { " (started in-process, driver \($0.driver))" } ?? ""
         say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)'\(started), \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(monitor.channels) channel(s)\(lowpass.map { ", low-pass \($0) Hz" } ?? "")")
         say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")

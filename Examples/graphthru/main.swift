@@ -31,8 +31,8 @@ var options = Options.parse(tool: tool)
 QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
 Commands.ignoreTerminalStops()
 
-// An in-process server when asked for: it must run before the client can join it.
-let server = InProcessServer.start(for: &options, tool: tool)
+// Our own server (a child jackd) when asked for: it must run before the client can join it.
+let server = OwnServer.start(for: &options, tool: tool)
 
 // 2. The graph: the chain above, uninitialized; the driver initializes it when it starts.
 let monitor: Monitor

@@ -26,7 +26,8 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     case graph(AudioUnitError)
     /// The server shut down or dropped this client.
     case serverShutDown(reason: String)
-    /// An in-process server (``JACKServer``) could not start; `reason` says why.
+    /// A server of our own (``JACKServer``, a child jackd) could not start; `reason` says why
+    /// (often jackd's own last line).
     case serverStartFailed(name: String, reason: String)
     /// A port pattern is not a valid POSIX extended regular expression.
     case invalidPortPattern(String)

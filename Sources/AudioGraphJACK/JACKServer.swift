@@ -1,44 +1,58 @@
-// AudioGraphJACK: the in-process server — a jackd started inside this process through libjackserver, for machines with none.
+// AudioGraphJACK: a JACK server of our own — jackd run as a child process that cannot outlive this one, for machines with none.
 import CJack
-import CJackServer
+import CProcessSpawn
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A JACK server running inside this process, started through libjackserver's control API
-/// (`jack/control.h`: `jackctl_server_create2` → `jackctl_server_open` → `jackctl_server_start`),
-/// for machines where no server runs yet. Clients of this or any other process join it by
-/// its name, as they would join a `jackd`.
+/// A JACK server run as a child process of this one: jack2's `jackd` program, found on `PATH`
+/// (Debian's `jackd2` package), for machines where no server runs yet. Clients of this or any
+/// other process join it by its name, as they would join any `jackd`.
 ///
-/// libjackserver is loaded at run time (`dlopen` with `RTLD_DEEPBIND`), not linked: it exports
-/// the JACK client API too, and linked beside libjack it would take over ordinary clients
-/// (measured on jack2 1.9.21: `jack_client_open` then crashes when no in-process server runs).
+/// It is a separate program, not a library: nothing of jack2's server (GPL) is linked into or
+/// loaded by this process. It never outlives this process: it runs under a small watchdog
+/// process (a fork of this one, which the kernel tells when this process dies, however it
+/// dies, SIGKILL included), which then sends jackd SIGTERM, once this process is wholly gone
+/// and its clients have left the server, so that jackd shuts down cleanly (within about half
+/// a second). Its output is read by this process and shown only when
+/// `AUDIOGRAPH_JACK_VERBOSE=1` (each line prefixed `jackd: `, on stderr).
 ///
-/// Stop it with ``stop()`` (also done on deinit) before the process exits: jack2 keeps a
-/// machine-wide registry of 8 servers, and a server that is not stopped keeps its entry.
-/// Thread: control thread, never a JACK callback.
-// SAFETY: its one mutable field, the server handle, changes only in init and stop, on the control thread.
+/// Stop it with ``stop()`` (also done on deinit) before the process exits: a clean stop lets
+/// the clients close first and jackd remove its entry from jack2's machine-wide registry of 8
+/// servers.
+/// Thread: control thread, never a JACK callback. The watchdog is forked by a thread of the
+/// server's own that lives as long as jackd, so the thread that created the server may end first.
+// SAFETY: its one mutable field, the child handle, changes only in init and stop, on the control thread.
 public final class JACKServer: @unchecked Sendable {
     /// The server's name, as clients give it (`-s NAME`, `$JACK_DEFAULT_SERVER`).
     public let name: String
     /// The backend driver, for example "dummy" (no sound card) or "alsa".
     public let driver: String
-    private var handle = audiograph_jackserver()
+    private var child: OpaquePointer?
 
-    /// Starts a server.
+    /// How long ``init(name:driver:sampleRate:period:realtime:)`` waits for jackd to answer, in seconds.
+    static let startTimeout = 10.0
+    /// How long ``stop()`` gives jackd after SIGTERM before SIGKILL, then after SIGKILL, in milliseconds.
+    static let stopGrace: (term: Int32, kill: Int32) = (3000, 2000)
+
+    /// Starts `jackd [-R | --no-realtime] -n NAME -d DRIVER [--rate RATE] [--period PERIOD]` as
+    /// a child process and waits until a client can open on it (polled every 50 ms, up to 10 s).
     /// - Parameters:
     ///   - name: server name, 1…127 bytes; must not be in use on this machine.
-    ///   - driver: a libjackserver driver name: "dummy" (default; needs no hardware), "alsa",
-    ///     "loopback", "net", …
-    ///   - sampleRate: Hz, set on drivers that have a "rate" parameter (dummy, alsa); 0 keeps
-    ///     the driver's default.
-    ///   - period: frames per period, set on drivers that have a "period" parameter; 0 keeps
-    ///     the driver's default.
-    ///   - realtime: ask for real-time scheduling (jack2 falls back to normal scheduling when
-    ///     it is not permitted). Default: on for real drivers, off for "dummy".
+    ///   - driver: a jackd driver (backend) name: "dummy" (default; needs no hardware), "alsa",
+    ///     "net", … (`jackd --help` lists them).
+    ///   - sampleRate: Hz, 0…768 000, passed as `--rate` to drivers that list that option in
+    ///     `jackd -d DRIVER --help` (dummy, alsa, netone); 0 keeps the driver's default.
+    ///   - period: frames per period, 0…8192, passed as `--period` to drivers that list that
+    ///     option; 0 keeps the driver's default.
+    ///   - realtime: ask for real-time scheduling (`-R`; jack2 falls back to normal scheduling
+    ///     when it is not permitted) or not (`--no-realtime`). Default: on for real drivers,
+    ///     off for "dummy".
     /// - Throws: ``JACKDriverError/serverStartFailed(name:reason:)`` — a server of that name
-    ///   already runs, libjackserver is missing, no such driver, or the device is busy.
-    /// - Thread: control thread; loads a library, starts the server's threads.
+    ///   already runs, `jackd` is not on `PATH`, or jackd exited before it answered (the reason
+    ///   is jackd's own last line: no such driver, the device is busy, "too many servers
+    ///   already active", …) or did not answer within 10 s. Nothing is left running then.
+    /// - Thread: control thread; starts processes and a thread, blocks until jackd answers.
     public init(name: String, driver: String = "dummy", sampleRate: Int = 48_000, period: Int = 256,
                 realtime: Bool? = nil) throws(JACKDriverError) {
         guard !name.isEmpty, name.utf8.count <= 127 else { throw .serverStartFailed(name: name, reason: "a server name is 1…127 bytes") }
@@ -51,21 +65,61 @@ public final class JACKServer: @unchecked Sendable {
         }
         self.name = name
         self.driver = driver
-        var error = [CChar](repeating: 0, count: 512)
-        let ok = audiograph_jackserver_start(&handle, name, driver, UInt32(sampleRate), UInt32(period),
-                                             realtime ?? (driver != "dummy"), &error, error.count)
-        guard ok else {
-            throw .serverStartFailed(name: name, reason: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        var arguments = ["jackd", (realtime ?? (driver != "dummy")) ? "-R" : "--no-realtime", "-n", name, "-d", driver]
+        if sampleRate != 0 || period != 0 {
+            let accepted = JACKServer.driverOptions(driver)
+            if sampleRate != 0 && accepted.contains("--rate") { arguments += ["--rate", String(sampleRate)] }
+            if period != 0 && accepted.contains("--period") { arguments += ["--period", String(period)] }
+        }
+        let (spawned, error) = JACKServer.spawn(arguments, forward: JACKServer.verbose ? STDERR_FILENO : -1)
+        guard let child = spawned else {
+            throw .serverStartFailed(name: name, reason: error == ENOENT ? "jackd is not on PATH (install jackd2)"
+                                                                         : "cannot run jackd: \(String(cString: strerror(error)))")
+        }
+        self.child = child
+
+        var clock = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &clock)
+        let deadline = Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9 + JACKServer.startTimeout
+        while true {
+            if audiograph_child_wait(child, 0) {
+                let reason = JACKServer.reason(child)
+                audiograph_child_release(child)
+                self.child = nil
+                throw .serverStartFailed(name: name, reason: reason)
+            }
+            if JACKServer.isRunning(name) { return }
+            clock_gettime(CLOCK_MONOTONIC, &clock)
+            if Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9 >= deadline {
+                let last = JACKServer.lastLine(child)
+                stop()
+                throw .serverStartFailed(name: name, reason: "jackd did not answer within \(Int(JACKServer.startTimeout)) s"
+                                         + (last.map { " (its last words: \($0))" } ?? ""))
+            }
+            _ = audiograph_child_wait(child, 50)   // returns at once if jackd exits
         }
     }
 
-    /// Whether the server still runs (``stop()`` not yet called).
-    public var isRunning: Bool { handle.server != nil }
+    /// Whether jackd still runs: false once it has exited (stopped with ``stop()``, killed, or
+    /// gone by itself). Does not block. Thread: control thread (the handle it reads is the one
+    /// ``stop()`` releases).
+    public var isRunning: Bool {
+        guard let child else { return false }
+        return !audiograph_child_wait(child, 0)
+    }
 
-    /// Stops, closes and destroys the server; its clients (in any process) are told it shut
-    /// down. Safe to call twice. Thread: control thread, never a JACK callback.
+    /// Stops jackd: SIGTERM (its clients, in any process, are told it shut down), then waits up
+    /// to 3 s for it to exit, then SIGKILL and up to 2 s more. Safe to call twice.
+    /// Thread: control thread, never a JACK callback; blocks until jackd has exited (5 s at most).
     public func stop() {
-        audiograph_jackserver_stop(&handle)
+        guard let child else { return }
+        self.child = nil
+        audiograph_child_signal(child, SIGTERM)
+        if !audiograph_child_wait(child, JACKServer.stopGrace.term) {
+            audiograph_child_signal(child, SIGKILL)
+            _ = audiograph_child_wait(child, JACKServer.stopGrace.kill)
+        }
+        audiograph_child_release(child)
     }
 
     deinit { stop() }
@@ -79,5 +133,84 @@ public final class JACKServer: @unchecked Sendable {
         guard let client = audiograph_jack_client_open("audiograph-probe", options, &status, name) else { return false }
         jack_client_close(client)
         return true
+    }
+
+    // MARK: - The child
+
+    /// Whether jackd's own output is shown (on stderr), as libjack's is: `AUDIOGRAPH_JACK_VERBOSE=1`.
+    private static var verbose: Bool {
+        getenv("AUDIOGRAPH_JACK_VERBOSE").map { String(cString: $0) == "1" } ?? false
+    }
+
+    /// Starts `arguments` (`arguments[0]` on `PATH`) as a child that dies with this process;
+    /// its lines go to `forward` too when that is 0 or more. Nil and the errno when it cannot start.
+    private static func spawn(_ arguments: [String], forward: Int32 = -1) -> (child: OpaquePointer?, error: Int32) {
+        let copies: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { copies.forEach { free($0) } }
+        var error: Int32 = 0
+        let child = copies.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
+                audiograph_child_spawn($0, forward, &error)
+            }
+        }
+        return (child, error)
+    }
+
+    /// The options (`--rate`, `--period`, …) that `driver` lists in `jackd -d DRIVER --help`;
+    /// empty when jackd does not know the driver (the start then fails with jackd's reason).
+    private static func driverOptions(_ driver: String) -> Set<String> {
+        guard let child = spawn(["jackd", "-d", driver, "--help"]).child else { return [] }
+        if !audiograph_child_wait(child, 5000) {
+            audiograph_child_signal(child, SIGKILL)
+            _ = audiograph_child_wait(child, 2000)
+        }
+        defer { audiograph_child_release(child) }
+        // Lines such as "\t-r, --rate \tSample rate (default: 48000)".
+        return Set(output(child, stream: 1).split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "," })
+            .filter { $0.hasPrefix("--") }.map(String.init))
+    }
+
+    /// The last output of the child's `stream` (1: stdout, 2: stderr), at most 8 KiB.
+    private static func output(_ child: OpaquePointer, stream: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 8193)
+        let count = audiograph_child_output(child, stream, &buffer, buffer.count)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// jackd's summaries that follow the line saying why ("Failed to open server"): the reason
+    /// is the line before them.
+    private static let summaries = ["Failed to open server", "Failed to start server", "Cannot stop server..."]
+    /// jackd's banner and start-up lines on stdout: never a reason.
+    private static let banner = ["jackdmp ", "Copyright ", "jackdmp comes with", "This is free software",
+                                 "under certain conditions", "JACK server starting", "self-connect-mode is"]
+
+    /// jackd's last meaningful line: the last line on stderr that is not a summary (else the
+    /// summary), else the last stdout line that is not the banner; nil when it said nothing.
+    private static func lastLine(_ child: OpaquePointer) -> String? {
+        func lines(_ stream: Int32) -> [String] {
+            output(child, stream: stream).split(separator: "\n")
+                .map { $0.trimmingCharacters(in: " \t\r") }.filter { !$0.isEmpty }
+        }
+        let errors = lines(2)
+        if let line = errors.last(where: { !summaries.contains($0) }) ?? errors.last { return line }
+        return lines(1).last { line in !banner.contains { line.hasPrefix($0) } }
+    }
+
+    /// Why an exited jackd did not start: its last meaningful line, or its exit status.
+    private static func reason(_ child: OpaquePointer) -> String {
+        if let line = lastLine(child) { return "jackd: \(line)" }
+        let status = audiograph_child_status(child)
+        if status == -1 { return "jackd exited before it answered" }
+        if status & 0x7f == 0 { return "jackd exited with status \((status >> 8) & 0xff) before it answered, saying nothing" }
+        return "jackd was killed by signal \(status & 0x7f) before it answered"
+    }
+}
+
+private extension Substring {
+    /// The text without the leading and trailing characters in `characters`.
+    func trimmingCharacters(in characters: String) -> String {
+        let set = Set(characters)
+        guard let first = firstIndex(where: { !set.contains($0) }), let last = lastIndex(where: { !set.contains($0) }) else { return "" }
+        return String(self[first...last])
     }
 }

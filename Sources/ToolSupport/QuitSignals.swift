@@ -36,9 +36,9 @@ private func deadlineHandler(_ sig: Int32) {
 /// The quit signals of a tool, turned into something a `poll` main loop can wait for.
 ///
 /// Handlers only record the signal and write a byte to a non-blocking pipe (the self-pipe
-/// trick): any thread may take the signal (libjack's threads, an in-process server's), and the
-/// main loop (``MainLoop``) wakes from `poll` on ``fileDescriptor``, then stops the tool in
-/// order: recorder, client, server. Nothing else happens in the handler.
+/// trick): any thread may take the signal (libjack's threads, say), and the main loop
+/// (``MainLoop``) wakes from `poll` on ``fileDescriptor``, then stops the tool in order:
+/// recorder, client, server. Nothing else happens in the handler.
 public enum QuitSignals {
     /// Installs the handlers: each of `signals` quits. Also unblocks them (a parent may have
     /// left them blocked, and the mask survives exec) and ignores SIGPIPE (a reader that goes

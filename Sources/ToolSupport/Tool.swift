@@ -55,7 +55,7 @@ public struct Tool: Sendable {
     ///   - message: one line saying what went wrong and, where it helps, what to do.
     ///   - status: ``ExitStatus/failure`` (1) unless told; ``ExitStatus/usage`` (2) for bad
     ///     options or files.
-    /// - Thread: the main thread (`exit` runs the atexit handlers, which stop an in-process server).
+    /// - Thread: the main thread (`exit` runs the atexit handlers, which stop a server the tool started).
     public func fail(_ message: String, status: Int32 = ExitStatus.failure) -> Never {
         complain(message)
         exit(status)
