@@ -144,9 +144,7 @@ final class StatusView {
     /// The two start-up lines (client, server, rate, period, channels; the ports).
     func startupReport(lowpass: Float?) {
         guard display != .quiet else { return }
-        // "in-process" is no longer true (the server is a child jackd), but GraphthruControlTests
-        // asserts these words, here and in closingReport: they change when those tests may.
-        let started = server.map { " (started in-process, driver \($0.driver))" } ?? ""
+        let started = server.map { " (started as a child jackd, driver \($0.driver))" } ?? ""
         say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)'\(started), \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(monitor.channels) channel(s)\(lowpass.map { ", low-pass \($0) Hz" } ?? "")")
         say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
     }
@@ -156,6 +154,6 @@ final class StatusView {
     func closingReport(xruns: UInt64, load: Float) {
         if display == .terminal && drawnLines > 0 && outputInForeground() { drawnLines = 0 }
         guard display != .quiet else { return }
-        say("graphthru: stopped; \(xruns) xrun(s), JACK DSP load \(Int(load.rounded()))%\(server.map { "; in-process server '\($0.name)' stopped" } ?? "")")
+        say("graphthru: stopped; \(xruns) xrun(s), JACK DSP load \(Int(load.rounded()))%\(server.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
     }
 }

@@ -177,14 +177,14 @@ extension JACKIntegration {
             #expect(none.stderr.contains("no JACK port named or matching 'nobody:.*'"), "stderr: \(none.stderr)")
         }
 
-        @Test func startServerRunsAnInProcessServerAndStopsItOnExit() throws {
+        @Test func startServerRunsItsOwnServerAndStopsItOnExit() throws {
             let own = "audiograph-issue6-inproc-\(getpid())"
             let name = "gt-inproc"
             let tool = try ToolProcess(["--name", name, "--start-server", "--server", own, "--no-autoconnect"], server: server)
             // Nothing below can run without the server: stop here if it did not start.
             try #require(tool.waitFor("mute: off"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
-            #expect(tool.stdout.contains("started in-process, driver dummy"))
-            try #require(TestServer.waitForServer(own, seconds: 5), "the in-process server answers other processes")
+            #expect(tool.stdout.contains("started as a child jackd, driver dummy"))
+            try #require(TestServer.waitForServer(own, seconds: 5), "the server it started answers other processes")
             do {
                 let speech = Speech.load().samples
                 let probe = ProbeClient(server: own, name: "probe-inproc", play: speech, captureFrames: speech.count + 8192)
@@ -194,7 +194,7 @@ extension JACKIntegration {
             }
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
-            #expect(tool.stdout.contains("in-process server '\(own)' stopped"), "\(tool.stdout)")
+            #expect(tool.stdout.contains("server '\(own)' (child jackd) stopped"), "\(tool.stdout)")
             #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
             #expect(!TestServer.waitForServer(own, seconds: 0.3), "the server is gone after exit")
 
