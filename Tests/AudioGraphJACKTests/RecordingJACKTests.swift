@@ -7,16 +7,6 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A file read back with libsndfile as `[channel][frame]` floats, and its header.
-func readRecording(_ path: String) -> (channels: [[Float]], info: SF_INFO)? {
-    var info = SF_INFO()
-    guard let file = sf_open(path, Int32(SFM_READ), &info) else { return nil }
-    defer { sf_close(file) }
-    var interleaved = [Float](repeating: 0, count: Int(info.frames) * Int(info.channels))
-    let read = sf_readf_float(file, &interleaved, info.frames)
-    let n = Int(info.channels)
-    return ((0..<n).map { c in stride(from: c, to: Int(read) * n, by: n).map { interleaved[$0] } }, info)
-}
 
 extension JACKIntegration {
     /// Taps, meters and recordings of live JACK audio, with real speech.
@@ -59,7 +49,7 @@ extension JACKIntegration {
             try graph.removeTap(recognizer)
             try recorder.stop()
 
-            let file = try #require(readRecording(path))
+            let file = try #require(readAudioFile(path))
             #expect(file.info.samplerate == Int32(driver.sampleRate) && file.info.channels == 2)
             #expect(exactOccurrence(of: speech, in: file.channels[0]) != nil, "the speech is in the file bit for bit")
             #expect(recorder.framesDropped == 0 && recorder.framesWritten == UInt64(file.channels[0].count))
@@ -100,7 +90,7 @@ extension JACKIntegration {
             } else {
                 #expect(reason == .uncaughtSignal)
             }
-            let file = try #require(readRecording(path), "libsndfile opens the file")
+            let file = try #require(readAudioFile(path), "libsndfile opens the file")
             #expect(file.info.frames > 0)
             #expect(exactOccurrence(of: speech, in: file.channels[0]) != nil, "the speech is in the file bit for bit")
             let soxi = Process()
@@ -131,7 +121,7 @@ extension JACKIntegration {
             usleep(200_000)
             tool.send("quit")
             #expect(tool.waitForExit() == 0, "\(tool.stderr)")
-            let file = try #require(readRecording(path))
+            let file = try #require(readAudioFile(path))
             #expect(file.info.format == Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16))
             #expect(exactOccurrence(of: speech, in: file.channels[0]) != nil, "16-bit speech recorded bit for bit")
             #expect(tool.stdout.contains("graphthru: recorded \(file.info.frames) frames to \(path) (0 dropped)"), "\(tool.stdout)")
