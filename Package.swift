@@ -96,7 +96,7 @@ let package = Package(
         // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops.
         .target(
             name: "CReference",
-            path: "Sources/CReference",
+            path: "Benchmarks/CReference",
             linkerSettings: [.linkedLibrary("m")]
         ),
         .executableTarget(

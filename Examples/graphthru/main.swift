@@ -9,7 +9,7 @@
 // The steps below are those of jack2's simple_client.c: options, graph, open the client,
 // start, connect, loop, close. The parts live beside this file: Options.swift (the command
 // line), Monitor.swift (the graph and its live edits), StatusView.swift (what is shown),
-// Commands.swift (keys and line commands).
+// Commands.swift (keys and line commands), OwnServer.swift (--start-server).
 import AudioGraph
 import AudioGraphJACK
 import ToolSupport

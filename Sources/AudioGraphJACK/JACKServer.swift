@@ -196,9 +196,12 @@ public final class JACKServer: @unchecked Sendable {
         return lines(1).last { line in !banner.contains { line.hasPrefix($0) } }
     }
 
-    /// Why an exited jackd did not start: its last meaningful line, or its exit status.
+    /// Why an exited jackd did not start: its last meaningful line (with where to see the rest,
+    /// when its output is not shown), or its exit status.
     private static func reason(_ child: OpaquePointer) -> String {
-        if let line = lastLine(child) { return "jackd: \(line)" }
+        if let line = lastLine(child) {
+            return "jackd: \(line)" + (verbose ? "" : " (AUDIOGRAPH_JACK_VERBOSE=1 shows all of jackd's output)")
+        }
         let status = audiograph_child_status(child)
         if status == -1 { return "jackd exited before it answered" }
         if status & 0x7f == 0 { return "jackd exited with status \((status >> 8) & 0xff) before it answered, saying nothing" }
