@@ -23,7 +23,7 @@ import Glibc
 /// change needs no reallocation, because the graph renders long periods as several slices.
 ///
 /// Thread: control thread, one at a time; the counters are readable from any thread.
-// SAFETY: client, isActive and prettyNamedPorts change on the control thread only; JACK's threads see JACKRenderState.
+/// SAFETY (`@unchecked Sendable`): client, isActive and prettyNamedPorts change on the control thread only; JACK's threads see JACKRenderState.
 public final class JACKDriver: @unchecked Sendable {
     /// How to open the client.
     public struct Options: Sendable {

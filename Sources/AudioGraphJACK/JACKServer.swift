@@ -22,7 +22,7 @@ import Glibc
 /// servers.
 /// Thread: control thread, never a JACK callback. The watchdog is forked by a thread of the
 /// server's own that lives as long as jackd, so the thread that created the server may end first.
-// SAFETY: its one mutable field, the child handle, changes only in init and stop, on the control thread.
+/// SAFETY (`@unchecked Sendable`): its one mutable field, the child handle, changes only in init and stop, on the control thread.
 public final class JACKServer: @unchecked Sendable {
     /// The server's name, as clients give it (`-s NAME`, `$JACK_DEFAULT_SERVER`).
     public let name: String
