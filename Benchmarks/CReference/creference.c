@@ -1,3 +1,4 @@
+// Benchmark: the plain-C reference — the standard graph's arithmetic as tight loops, for graphbench's ratios.
 #include "creference.h"
 #include <math.h>
 

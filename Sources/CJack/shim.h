@@ -1,3 +1,4 @@
+// CJack: libjack's headers (client, metadata, ring buffer) and a shim for the variadic jack_client_open.
 #ifndef AUDIOGRAPH_CJACK_SHIM_H
 #define AUDIOGRAPH_CJACK_SHIM_H
 

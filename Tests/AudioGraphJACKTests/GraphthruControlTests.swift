@@ -1,3 +1,4 @@
+// Tests, JACK: graphthru's controls, terminal, patchbay and --start-server against a real jackd.
 import CJack
 import AudioGraphTestSupport
 import Foundation

@@ -1,3 +1,4 @@
+// Tests, JACK: graphthru against a real jackd.
 import AudioGraphTestSupport
 import Foundation
 import Testing

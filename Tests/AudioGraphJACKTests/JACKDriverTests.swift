@@ -1,3 +1,4 @@
+// Tests, JACK: the JACK driver against a real jackd.
 import AudioGraph
 import AudioGraphTestSupport
 import AudioGraphJACK

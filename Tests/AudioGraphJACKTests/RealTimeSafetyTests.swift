@@ -1,3 +1,4 @@
+// Tests, JACK: real-time safety measured on the JACK process thread (allocations, frees, locks).
 import AudioGraph
 import AudioGraphJACK
 import CAllocCounter

@@ -1,3 +1,4 @@
+// Tests, JACK: taps, meters and recording through a real jackd.
 import AudioGraph
 import AudioGraphJACK
 import CAllocCounter

@@ -1,3 +1,4 @@
+// Test support: counts allocations, frees and lock calls on armed threads, by interposing malloc and pthread_mutex_lock.
 #define _GNU_SOURCE
 #include "alloccounter.h"
 #include <dlfcn.h>

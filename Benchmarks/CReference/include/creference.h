@@ -1,3 +1,4 @@
+// Benchmark: the plain-C reference's entry points (see creference.c).
 #ifndef AUDIOGRAPH_CREFERENCE_H
 #define AUDIOGRAPH_CREFERENCE_H
 

@@ -1,3 +1,4 @@
+// CProcessSpawn: starting a program as a child that cannot outlive this process (the JACK server of our own).
 #ifndef AUDIOGRAPH_CPROCESSSPAWN_H
 #define AUDIOGRAPH_CPROCESSSPAWN_H
 

@@ -1,3 +1,4 @@
+// Test support: arming threads and reading the allocation and lock counts (see alloccounter.c).
 #ifndef AUDIOGRAPH_ALLOCCOUNTER_H
 #define AUDIOGRAPH_ALLOCCOUNTER_H
 /// Test support: this target defines malloc, calloc, realloc, free, posix_memalign,
