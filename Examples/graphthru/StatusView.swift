@@ -85,11 +85,26 @@ final class StatusView {
 
     private func outputInForeground() -> Bool { tcgetpgrp(STDOUT_FILENO) == getpgrp() }
 
+    /// The status lines as they fit the terminal: a line wider than the terminal would wrap, and
+    /// more lines than it has rows would scroll, and either breaks moving the cursor back up by
+    /// one row per line (each redraw would leave a copy behind). So every line is cut to one
+    /// column less than the width, and when rows are short the last meter lines go first (the
+    /// first two lines and the keys stay). Unknown sizes (0, as under a pipe-fed `script`) cut nothing.
+    private func linesThatFit() -> [String] {
+        var lines = statusLines()
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return lines }
+        let columns = Int(size.ws_col), rows = Int(size.ws_row)
+        if rows > 3, lines.count > rows - 1 { lines = Array(lines.prefix(rows - 2)) + [lines[lines.count - 1]] }
+        if columns > 1 { lines = lines.map { $0.count < columns ? $0 : String($0.prefix(columns - 1)) } }
+        return lines
+    }
+
     /// Redraws the status area in place (terminal display only, and only in the foreground).
     func redraw() {
         guard display == .terminal, outputInForeground() else { return }
         var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
-        let lines = statusLines()
+        let lines = linesThatFit()
         for line in lines { text += "\r\u{1B}[2K" + line + "\n" }
         text += "\u{1B}[J"
         drawnLines = lines.count

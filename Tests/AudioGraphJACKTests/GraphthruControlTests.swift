@@ -225,6 +225,26 @@ extension JACKIntegration {
             #expect(tool.waitForExit() == 0)
             #expect(tool.output.contains("graphthru: stopped"))
         }
+
+        @Test func statusAreaFitsASmallTerminal() throws {
+            // A line wider than the terminal wraps and more lines than it has rows scroll; either
+            // way moving the cursor up one row per line misses, and every redraw leaves a copy.
+            let name = "gt-small-tty"
+            let command = "stty cols 60 rows 6 && exec '\(ToolProcess.binary.path)' --name \(name) --no-autoconnect"
+            let tool = try TerminalProcess(["/bin/sh", "-c", command], server: server)
+            #expect(tool.waitFor("keys: m mute"), "output: \(tool.output)")
+            tool.type("m")
+            #expect(tool.waitFor("mute on"), "output: \(tool.output)")
+            tool.type("q")
+            #expect(tool.waitForExit() == 0)
+            // Each drawn line: after "erase line", up to the end of line (the terminal writes "\r\n").
+            let drawn = tool.output.components(separatedBy: "\r\u{1B}[2K").dropFirst().map { $0.prefix { !$0.isNewline } }
+            #expect(drawn.count >= 10, "redrawn several times: \(drawn.count) lines drawn")
+            #expect(drawn.allSatisfy { $0.count <= 59 }, "a drawn line is wider than 59 columns: \(drawn.filter { $0.count > 59 }.first ?? "")")
+            #expect(tool.output.contains("\u{1B}[5A"), "5 lines fit in 6 rows: header, state, 2 meters, keys")
+            #expect(!tool.output.contains("\u{1B}[7A"), "never the 7 lines that would scroll")
+            #expect(drawn.contains { $0.hasPrefix("keys: m mute") }, "the keys line stays")
+        }
     }
 }
 
