@@ -43,8 +43,8 @@ struct PlanBuilder {
     let ioIn: StreamFormat
 
     // Produced by the stages.
-    private(set) var order: [AUNode] = []
-    private(set) var resolved: [AUNode: ResolvedFormats] = [:]
+    private var order: [AUNode] = []
+    private var resolved: [AUNode: ResolvedFormats] = [:]
     private var unconnectedFormats: [AUNode: [StreamFormat]] = [:]
     private var ioOutFormat: StreamFormat?
     private var rates: [Double]
