@@ -80,7 +80,9 @@ let loop = MainLoop(tool: tool, driver: driver)
 var wakes = 0
 loop.onWake = {
     if wakes > 0 {
-        tool.say("level: \(tenths(meter.averagePower(channel: 0))) dBFS RMS, \(tenths(meter.peakPower(channel: 0))) dBFS peak; \(recorder.framesWritten) frames written")
+        let average = (try? meter.averagePower(channel: 0)) ?? LevelMeter.silence
+        let peak = (try? meter.peakPower(channel: 0)) ?? LevelMeter.silence
+        tool.say("level: \(tenths(average)) dBFS RMS, \(tenths(peak)) dBFS peak; \(recorder.framesWritten) frames written")
     }
     wakes += 1
     return 1000

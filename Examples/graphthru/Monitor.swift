@@ -183,7 +183,11 @@ final class Monitor {
     func meterReadings() -> (inputs: [MeterReading], outputs: [MeterReading])? {
         guard let meters else { return nil }
         func read(_ meter: LevelMeter) -> [MeterReading] {
-            (0..<channels).map { MeterReading(average: meter.averagePower(channel: $0), peak: meter.peakPower(channel: $0)) }
+            // The meter's own channel count: the IO element's format may differ from --channels.
+            (0..<min(channels, meter.channelCount)).compactMap { c in
+                guard let average = try? meter.averagePower(channel: c), let peak = try? meter.peakPower(channel: c) else { return nil }
+                return MeterReading(average: average, peak: peak)
+            }
         }
         return (read(meters.input), read(meters.output))
     }

@@ -26,8 +26,11 @@ import Glibc
 ///   (Zölzer, *Digital Audio Signal Processing*, 2nd ed., §7.2, "RMS measurement").
 /// - **Peak power**: the largest `|x|` seen, held for ``peakHoldTime`` (default 1.5 s): a
 ///   higher or equal peak restarts the hold; when the hold runs out the reading drops to the
-///   largest `|x|` of the latest slice and holds that. ``maximumPeakPower(channel:)`` keeps the
-///   largest since installation or ``resetPeaks()`` (a clip indicator).
+///   largest `|x|` of the latest slice and holds that. It never reads below the average: when
+///   the signal stops, the held peak drops to silence while the average is still decaying, and
+///   the peak then reads the average (`max(peak, RMS)`, as a peak-program meter falling no
+///   faster than the VU needle beside it). ``maximumPeakPower(channel:)`` keeps the largest
+///   `|x|` since installation or ``resetPeaks()`` (a clip indicator).
 /// - **Silence**: digital silence, and anything below −160 dBFS, reads ``silence`` (−160 dBFS),
 ///   never −infinity, so readings are always finite. After a signal stops, the average falls
 ///   by `4.34 / τ` dB per second (14.5 dB/s at 0.3 s) and reaches −160 within about 11 s at
@@ -37,8 +40,8 @@ import Glibc
 /// A meter stays installed (and keeps its unit's observer slot busy) until
 /// ``AudioGraph/removeLevelMeter(_:)``; dropping your reference does not remove it.
 ///
-/// The channel count follows the element's format as rendered (``channelCount``, 0 before the
-/// first slice); channels outside it read ``silence``.
+/// The channel count follows the element's format as rendered (``channelCount``: the element's
+/// format when installed, then as each slice renders); asking for a channel outside it throws.
 /// Thread: readings from any thread, lock-free and allocation-free.
 /// SAFETY (`@unchecked Sendable`): readings are atomics written by the render thread; resetPeaks stores atomics too.
 public final class LevelMeter: @unchecked Sendable {
@@ -66,8 +69,15 @@ public final class LevelMeter: @unchecked Sendable {
         core = MeterCore(averagingTime: averagingTime, peakHoldTime: peakHoldTime)
     }
 
-    /// Channels in the metered element as last rendered; 0 before the first slice. Thread: any.
+    /// Channels in the metered element: its format's when installed, then as last rendered
+    /// (the format may change with an ``AudioGraph/update()``). Thread: any.
     public var channelCount: Int { core.channelCount.load(ordering: .relaxed) }
+
+    /// The channel's index into the published readings, or ``AudioUnitError/invalidPropertyValue``.
+    func checked(_ channel: Int) throws(AudioUnitError) -> Int {
+        guard channel >= 0, channel < min(MeterCore.maximumChannels, channelCount) else { throw .invalidPropertyValue }
+        return channel
+    }
 
     /// Slices metered since installation. Thread: any.
     public var sliceCount: UInt64 { core.slices.load(ordering: .relaxed) }
@@ -75,28 +85,30 @@ public final class LevelMeter: @unchecked Sendable {
     /// The average (RMS) level of a channel, in dBFS: `10·log10` of the exponentially weighted
     /// mean square (see the type's documentation), −160…0 for signals within full scale
     /// (louder signals read above 0).
-    /// - Parameter channel: 0…channelCount−1; other channels read ``silence``.
+    /// - Parameter channel: 0…``channelCount``−1.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` for a channel the element does not have.
     /// - Thread: any; lock-free.
-    public func averagePower(channel: Int) -> Float {
-        guard channel >= 0, channel < MeterCore.maximumChannels, channel < channelCount else { return Self.silence }
+    public func averagePower(channel: Int) throws(AudioUnitError) -> Float {
+        let channel = try checked(channel)
         let meanSquare = Double(bitPattern: core.publishedMeanSquare[channel].load(ordering: .relaxed))
         return Self.decibels(power: meanSquare)
     }
 
     /// The held peak level of a channel, in dBFS: `20·log10(max |x|)`, held for ``peakHoldTime``.
-    /// - Parameter channel: 0…channelCount−1; other channels read ``silence``.
+    /// - Parameter channel: 0…``channelCount``−1.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` for a channel the element does not have.
     /// - Thread: any; lock-free.
-    public func peakPower(channel: Int) -> Float {
-        guard channel >= 0, channel < MeterCore.maximumChannels, channel < channelCount else { return Self.silence }
-        let peak = Double(Float(bitPattern: core.publishedPeak[channel].load(ordering: .relaxed)))
-        return Self.decibels(power: peak * peak)
+    public func peakPower(channel: Int) throws(AudioUnitError) -> Float {
+        let channel = try checked(channel)
+        return Self.decibels(power: Double(bitPattern: core.publishedPeakPower[channel].load(ordering: .relaxed)))
     }
 
     /// The largest peak of a channel since installation or the last ``resetPeaks()``, in dBFS.
-    /// - Parameter channel: 0…channelCount−1; other channels read ``silence``.
+    /// - Parameter channel: 0…``channelCount``−1.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` for a channel the element does not have.
     /// - Thread: any; lock-free.
-    public func maximumPeakPower(channel: Int) -> Float {
-        guard channel >= 0, channel < MeterCore.maximumChannels, channel < channelCount else { return Self.silence }
+    public func maximumPeakPower(channel: Int) throws(AudioUnitError) -> Float {
+        let channel = try checked(channel)
         let peak = Double(Float(bitPattern: core.publishedMaximum[channel].load(ordering: .relaxed)))
         return Self.decibels(power: peak * peak)
     }
@@ -137,7 +149,8 @@ final class MeterCore: @unchecked Sendable {
     let seenReset: UnsafeMutablePointer<UInt32>
     // Published (render thread stores, anyone loads).
     let publishedMeanSquare: UnsafeMutablePointer<Atomic<UInt64>>
-    let publishedPeak: UnsafeMutablePointer<Atomic<UInt32>>
+    /// The held peak as a power, `max(peak², mean square)` (a Double's bits).
+    let publishedPeakPower: UnsafeMutablePointer<Atomic<UInt64>>
     let publishedMaximum: UnsafeMutablePointer<Atomic<UInt32>>
     let channelCount = Atomic<Int>(0)
     let slices = Atomic<UInt64>(0)
@@ -153,11 +166,11 @@ final class MeterCore: @unchecked Sendable {
         coefficients = .allocate(capacity: 3); coefficients.initialize(repeating: 0, count: 3)
         seenReset = .allocate(capacity: 1); seenReset.initialize(to: 0)
         publishedMeanSquare = .allocate(capacity: n)
-        publishedPeak = .allocate(capacity: n)
+        publishedPeakPower = .allocate(capacity: n)
         publishedMaximum = .allocate(capacity: n)
         for c in 0..<n {
             (publishedMeanSquare + c).initialize(to: Atomic(0))
-            (publishedPeak + c).initialize(to: Atomic(0))
+            (publishedPeakPower + c).initialize(to: Atomic(0))
             (publishedMaximum + c).initialize(to: Atomic(0))
         }
     }
@@ -167,7 +180,7 @@ final class MeterCore: @unchecked Sendable {
         meanSquare.deallocate(); heldPeak.deallocate(); holdLeft.deallocate()
         coefficients.deallocate(); seenReset.deallocate()
         publishedMeanSquare.deinitialize(count: n); publishedMeanSquare.deallocate()
-        publishedPeak.deinitialize(count: n); publishedPeak.deallocate()
+        publishedPeakPower.deinitialize(count: n); publishedPeakPower.deallocate()
         publishedMaximum.deinitialize(count: n); publishedMaximum.deallocate()
     }
 
@@ -230,7 +243,11 @@ final class MeterCore: @unchecked Sendable {
                 holdLeft[c] -= frames
             }
             publishedMeanSquare[c].store(m.bitPattern, ordering: .relaxed)
-            publishedPeak[c].store(heldPeak[c].bitPattern, ordering: .relaxed)
+            // Never below the average: the held peak falls to the latest slice's when its hold
+            // ends, but the average decays over τ (a muted signal read −38 dB RMS, peak −inf).
+            // Published as a power (|x|², Double) so the comparison needs no square root.
+            let shown = Double(heldPeak[c])
+            publishedPeakPower[c].store(max(shown * shown, m).bitPattern, ordering: .relaxed)
             if peak > Float(bitPattern: publishedMaximum[c].load(ordering: .relaxed)) {
                 publishedMaximum[c].store(peak.bitPattern, ordering: .relaxed)
             }
@@ -249,7 +266,8 @@ extension AudioGraph {
     ///     receives it) or 0 (what the graph sends to the device).
     ///   - averagingTime: τ of the average meter in seconds, 0.001…10 (default 0.3).
     ///   - peakHoldTime: how long a peak holds, in seconds, 0…60 (default 1.5).
-    /// - Returns: the meter; read it from any thread.
+    /// - Returns: the meter; read it from any thread. Before its first slice it reads
+    ///   ``LevelMeter/silence`` on each of the element's channels.
     /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
     ///   ``AudioUnitError/invalidPropertyValue`` (times out of bounds or not finite),
     ///   ``AudioUnitError/cannotDoInCurrentContext`` (called on the render thread).
@@ -260,6 +278,7 @@ extension AudioGraph {
         guard averagingTime.isFinite, averagingTime >= 0.001, averagingTime <= 10,
               peakHoldTime.isFinite, peakHoldTime >= 0, peakHoldTime <= 60 else { throw .invalidPropertyValue }
         let meter = LevelMeter(node: node, element: element, unit: unit, averagingTime: averagingTime, peakHoldTime: peakHoldTime)
+        meter.core.channelCount.store(min(MeterCore.maximumChannels, Int(unit.outputFormats[Int(element)].channelsPerFrame)), ordering: .relaxed)
         unit.addObserver(ObserverEntry(kind: .meter, element: element,
                                        target: Unmanaged.passUnretained(meter.core).toOpaque()), owner: meter.core)
         return meter
