@@ -17,11 +17,12 @@ try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, fil
 try graph.connectNodeInput(filterNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
 try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: IOUnit.outputElement)
 
-// Bad input is a typed error with Apple's code, and changes nothing:
+// Bad input is a typed error with Apple's code, and changes nothing. A deliberate mistake
+// (feeding the filter's input a second time) to show what a refusal looks like:
 do {
     try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, filterNode, destinationInputElement: 0)
 } catch {
-    print("refused: \(error)")                     // invalidConnection (-10861): … already fed …
+    print("expected refusal (a deliberate bad connection; the graph is unchanged): \(error)")
 }
 
 let renderer = try OfflineRenderer(graph: graph, inputChannels: 2, outputChannels: 2, sampleRate: 48_000)

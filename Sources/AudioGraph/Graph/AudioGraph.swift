@@ -187,7 +187,9 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     ///     even while running — the update that applies the connection makes it heard, and a
     ///     failed update takes the input away again.
     /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
-    ///   ``AudioUnitError/invalidConnection`` (input already fed, a cycle, or an IO device side),
+    ///   ``AudioUnitError/invalidElement`` also for an ``IOUnit``'s device side (its output
+    ///   element 0 goes to the device and feeds nothing; its input element 1 is the device's
+    ///   and cannot be fed), ``AudioUnitError/invalidConnection`` (input already fed, a cycle),
     ///   ``AudioUnitError/cannotDoInCurrentContext``.
     /// - Thread: control thread.
     public func connectNodeInput(_ source: AUNode, sourceOutputElement: AudioUnitElement,
@@ -197,8 +199,8 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         try src.checkElement(.output, sourceOutputElement)
         let grows = dst.growsInputsByConnection && Int(destinationInputElement) == Int(dst.elementCount(.input))
         if !grows { try dst.checkElement(.input, destinationInputElement) }
-        if src is IOUnit, sourceOutputElement != IOUnit.inputElement { throw .invalidConnection }
-        if dst is IOUnit, destinationInputElement != IOUnit.outputElement { throw .invalidConnection }
+        if src is IOUnit, sourceOutputElement != IOUnit.inputElement { throw .invalidElement }
+        if dst is IOUnit, destinationInputElement != IOUnit.outputElement { throw .invalidElement }
         let key = InputKey(node: destination, element: destinationInputElement)
         guard pending.inputs[key] == nil else { throw .invalidConnection }
         if !(src is IOUnit) && !(dst is IOUnit) && isUpstream(destination, of: source, in: pending) { throw .invalidConnection }
@@ -248,9 +250,11 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     /// Queues a render callback as the source of an input element. Mirrors `AUGraphSetNodeInputCallback`.
     /// - Parameters:
     ///   - destination: the node to feed.
-    ///   - inputElement: 0…inputElementCount−1 (for the ``IOUnit``, 0).
+    ///   - inputElement: 0…inputElementCount−1 (for the ``IOUnit``, 0: element 1 is the
+    ///     device's input and cannot be fed).
     ///   - callback: called on the render thread once per slice; see ``RenderCallback``.
-    /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
+    /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement`` (no such
+    ///   input element, or the ``IOUnit``'s element 1),
     ///   ``AudioUnitError/invalidConnection`` (already fed; disconnect first),
     ///   ``AudioUnitError/cannotDoInCurrentContext``.
     /// - Thread: control thread.
@@ -259,7 +263,7 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         guard let dst = pending.nodes[destination] else { throw .nodeNotFound }
         try growIfNextInput(dst, inputElement)
         try dst.checkElement(.input, inputElement)
-        if dst is IOUnit, inputElement != IOUnit.outputElement { throw .invalidConnection }
+        if dst is IOUnit, inputElement != IOUnit.outputElement { throw .invalidElement }
         let key = InputKey(node: destination, element: inputElement)
         guard pending.inputs[key] == nil else { throw .invalidConnection }
         pending.inputs[key] = .callback(CallbackBox(render: callback))

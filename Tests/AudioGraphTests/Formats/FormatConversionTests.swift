@@ -120,6 +120,8 @@ func int16(_ x: [Float]) -> [Int16] { x.map { Int16(max(-32_768, min(32_767, ($0
         let whistle = sine(frequency: 12_000, frames: frames, amplitude: 0.5)
         let out = try renderer.render(input: [voice, voice], frameCount: frames, sliceFrames: 256)
         let latency = Int((graph.renderLatency * 48_000).rounded())
+        // The README's figure for this setup: the two conversions add about 6 ms.
+        #expect(abs(graph.renderLatency - 0.006) < 0.0015, "\(graph.renderLatency * 1000) ms")
         let gain = decibels(rms(out[0][(latency + 4800)..<(frames - 4800)]) / rms(voice[4800..<(frames - 4800)]))
         #expect(abs(gain) < 0.05, "1 kHz through 16 kHz: \(gain) dB")
         let samples = captured.withLock { $0 }

@@ -27,8 +27,10 @@ struct AudioGraphTests {
         try graph.connectNodeInput(mixer, sourceOutputElement: 0, gate2, destinationInputElement: 0)
         #expect(throws: AudioUnitError.invalidConnection, "longer cycle") { try graph.connectNodeInput(gate2, sourceOutputElement: 0, mixer, destinationInputElement: 1) }
         try graph.disconnectNodeInput(gate2, inputElement: 0)
-        #expect(throws: AudioUnitError.invalidConnection, "IO element 0 does not feed") { try graph.connectNodeInput(io, sourceOutputElement: 0, mixer, destinationInputElement: 1) }
-        #expect(throws: AudioUnitError.invalidConnection, "IO element 1 is the device side") { try graph.connectNodeInput(mixer, sourceOutputElement: 0, io, destinationInputElement: 1) }
+        #expect(throws: AudioUnitError.invalidElement, "IO element 0 does not feed") { try graph.connectNodeInput(io, sourceOutputElement: 0, mixer, destinationInputElement: 1) }
+        #expect(throws: AudioUnitError.invalidElement, "IO element 1 is the device side") { try graph.connectNodeInput(mixer, sourceOutputElement: 0, io, destinationInputElement: 1) }
+        #expect(throws: AudioUnitError.invalidElement, "a callback cannot feed the device's input") { try graph.setNodeInputCallback(io, inputElement: IOUnit.inputElement) { _, _, _ in 0 } }
+        #expect(AudioUnitError.invalidElement.description.contains("element 1 is the device's input"))
         #expect(throws: AudioUnitError.noConnection) { try graph.disconnectNodeInput(mixer, inputElement: 1) }
         #expect(throws: AudioUnitError.invalidElement) { try graph.disconnectNodeInput(mixer, inputElement: 9) }
         #expect(throws: AudioUnitError.nodeNotFound) { try graph.disconnectNodeInput(ghost, inputElement: 0) }
