@@ -14,27 +14,23 @@ enum Tremolo {
     static let depth: AudioUnitParameterID = 1  // 0 … 1
 }
 
-// The LFO's phase lives in memory the callback owns; it is allocated here, before rendering,
-// because the callback may not allocate (the RealTimeRules article in Sources/AudioGraph/AudioGraph.docc).
-let phase = UnsafeMutablePointer<Double>.allocate(capacity: 1)
-phase.initialize(to: 0)
-defer { phase.deallocate() }
-let phaseAddress = UInt(bitPattern: phase)
+// The LFO's phase is the unit's state: the unit owns it and hands it to every call mutably
+// (no allocation on the render thread, no pointer passed around as an integer).
+struct LFO { var phase = 0.0 }
 
 let tremolo = try RenderCallbackUnit(inputs: 1, parameters: [
     AudioUnitParameterInfo(id: Tremolo.rate, name: "Rate", unit: .hertz, minValue: 0.1, maxValue: 20, defaultValue: 5),
     AudioUnitParameterInfo(id: Tremolo.depth, name: "Depth", unit: .linearGain, minValue: 0, maxValue: 1, defaultValue: 0.5),
-]) { context in
+], state: LFO()) { lfo, context in
     guard let input = context.input(0) else { return 0 }  // unconnected: the output stays silent
-    let phase = UnsafeMutablePointer<Double>(bitPattern: phaseAddress)!
     let step = Double(context.parameter(Tremolo.rate)) / context.sampleRate
     let depth = context.parameter(Tremolo.depth)
     for f in 0..<context.frameCount {
         // Gain swings between 1 − depth and 1.
-        let gain = 1 - depth * Float(0.5 - 0.5 * cos(2 * Double.pi * phase.pointee))
+        let gain = 1 - depth * Float(0.5 - 0.5 * cos(2 * Double.pi * lfo.phase))
         for c in 0..<context.output.channelCount { context.output[c][f] = input[c][f] * gain }
-        phase.pointee += step
-        if phase.pointee >= 1 { phase.pointee -= 1 }
+        lfo.phase += step
+        if lfo.phase >= 1 { lfo.phase -= 1 }
     }
     return 0
 }

@@ -53,7 +53,7 @@ extension JACKIntegration {
             try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds; run without --sanitize")
             let server = TestServer.shared
             let graph = AudioGraph()
-            let io = IOUnit(), filter = LowPassFilterUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 3)
+            let io = IOUnit(), filter = LowPassFilterUnit(), gate = MuteGateUnit(), mixer = MultichannelMixerUnit(inputs: 4)
             let ioNode = try graph.addNode(io)
             let filterNode = try graph.addNode(filter), gateNode = try graph.addNode(gate), mixerNode = try graph.addNode(mixer)
             try io.setInputEnabled(true)
@@ -67,14 +67,20 @@ extension JACKIntegration {
             let table = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 441)
             for i in 0..<441 { table[i] = Int16(8000 * sin(2 * Double.pi * Double(i) / 441)) }
             defer { table.deallocate() }
-            let tableAddress = UInt(bitPattern: table.baseAddress)
-            try graph.setNodeInputCallback(mixerNode, inputElement: 1) { time, _, buffers in
+            // The callback's state in a RenderState box: the table's address and a read position.
+            struct ToneState { var table: UnsafeMutablePointer<Int16>; var position: Int }
+            let tone = RenderState(ToneState(table: table.baseAddress!, position: 0))
+            try graph.setNodeInputCallback(mixerNode, inputElement: 1) { _, _, buffers in
                 alloccounter_arm_this_thread()
-                let t = UnsafeMutablePointer<Int16>(bitPattern: tableAddress)!
-                let start = Int(time.sampleTime) % 441
                 let out = buffers.int16Samples(0)
-                for f in 0..<out.count { out[f] = t[(start + f) % 441] }
+                for f in 0..<out.count { out[f] = tone.value.table[(tone.value.position + f) % 441] }
+                tone.value.position = (tone.value.position + out.count) % 441
                 return 0
+            }
+            // Mixer input 3: a callback pulling the gate's output (AudioUnitRender in a callback).
+            try graph.setNodeInputCallback(mixerNode, inputElement: 3, pulling: [AUNodeOutput(gateNode)]) { context in
+                alloccounter_arm_this_thread()
+                return context.render(gateNode)
             }
             try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
 

@@ -227,7 +227,11 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
             if n == candidate { return true }
             guard seen.insert(n).inserted, let unit = topology.nodes[n], !(unit is IOUnit) else { continue }
             for element in 0..<unit.elementCount(.input) {
-                if case .connection(let s, _)? = topology.inputs[InputKey(node: n, element: element)] { stack.append(s) }
+                switch topology.inputs[InputKey(node: n, element: element)] {
+                case .connection(let s, _)?: stack.append(s)
+                case .callback(let box)?: stack.append(contentsOf: box.sources.map(\.node))
+                case nil: break
+                }
             }
         }
         return false
@@ -267,6 +271,64 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         let key = InputKey(node: destination, element: inputElement)
         guard pending.inputs[key] == nil else { throw .invalidConnection }
         pending.inputs[key] = .callback(CallbackBox(render: callback))
+    }
+
+    /// Queues a render callback that pulls other nodes' outputs as the source of an input
+    /// element: the `AURenderCallback` whose body calls `AudioUnitRender`, as the classic
+    /// play-through does with the microphone. Inside the callback,
+    /// ``RenderCallbackContext/render(_:element:)`` copies a declared output's audio for the
+    /// current slice into the callback's buffers. Each declared node renders before the callback,
+    /// once per slice however many read it, whether or not anything else connects it.
+    ///
+    /// ```swift
+    /// let muted = MuteSwitch()                    // a Sendable class holding an Atomic<Bool>
+    /// try graph.setNodeInputCallback(ioNode, inputElement: IOUnit.outputElement,
+    ///                                pulling: [AUNodeOutput(ioNode, element: IOUnit.inputElement)]) { context in
+    ///     let status = context.render(ioNode, element: IOUnit.inputElement)   // AudioUnitRender(rio, …, 1, …)
+    ///     if muted.isOn.load(ordering: .relaxed) { for c in 0..<context.buffers.channelCount { context.buffers[c].update(repeating: 0) } }
+    ///     return status
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - destination: the node to feed.
+    ///   - inputElement: 0…inputElementCount−1 (for the ``IOUnit``, 0).
+    ///   - sources: the node outputs the callback may pull, 1…64 of them: a node's element 0, or
+    ///     the ``IOUnit``'s element 1 (the device input as the graph receives it). Each must
+    ///     have the callback format's sample rate and either one channel (copied to every
+    ///     channel) or as many channels as the callback's format; that is checked when the graph
+    ///     compiles (``AudioGraph/update()`` throws ``AudioUnitError/formatNotSupported``). A
+    ///     source removed later reads as ``AudioUnitError/noConnection`` inside the callback.
+    ///   - callback: called on the render thread once per slice; see ``PullingRenderCallback``.
+    /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement`` (no such
+    ///   input element, the ``IOUnit``'s element 1 as destination, a source element that is not
+    ///   an output or is the IO unit's element 0), ``AudioUnitError/invalidPropertyValue`` (no
+    ///   sources, more than 64, or one named twice), ``AudioUnitError/invalidConnection`` (the
+    ///   input is already fed, or a source is fed by the destination: a cycle),
+    ///   ``AudioUnitError/cannotDoInCurrentContext``. Nothing is queued when it throws.
+    /// - Thread: control thread.
+    public func setNodeInputCallback(_ destination: AUNode, inputElement: AudioUnitElement, pulling sources: [AUNodeOutput],
+                                     _ callback: @escaping PullingRenderCallback) throws(AudioUnitError) {
+        try checkControlThread()
+        guard let dst = pending.nodes[destination] else { throw .nodeNotFound }
+        guard !sources.isEmpty, sources.count <= 64, Set(sources).count == sources.count else { throw .invalidPropertyValue }
+        for source in sources {
+            guard let unit = pending.nodes[source.node] else { throw .nodeNotFound }
+            try unit.checkElement(.output, source.element)
+            if unit is IOUnit { if source.element != IOUnit.inputElement { throw .invalidElement } }
+            else if source.element != 0 { throw .invalidElement }
+        }
+        let grows = dst.growsInputsByConnection && Int(inputElement) == Int(dst.elementCount(.input))
+        if !grows { try dst.checkElement(.input, inputElement) }
+        if dst is IOUnit, inputElement != IOUnit.outputElement { throw .invalidElement }
+        let key = InputKey(node: destination, element: inputElement)
+        guard pending.inputs[key] == nil else { throw .invalidConnection }
+        if !(dst is IOUnit) {
+            for source in sources where !(pending.nodes[source.node] is IOUnit) {
+                if isUpstream(destination, of: source.node, in: pending) { throw .invalidConnection }
+            }
+        }
+        if grows { try growIfNextInput(dst, inputElement) }
+        pending.inputs[key] = .callback(CallbackBox(pulling: callback, sources: sources))
     }
 
     /// Queues the removal of every connection and input callback. Mirrors `AUGraphClearConnections`.

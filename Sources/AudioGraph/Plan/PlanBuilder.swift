@@ -120,14 +120,21 @@ struct PlanBuilder {
             marks[node] = false
             guard let unit = topology.nodes[node] else { throw .nodeNotFound }
             for element in 0..<unit.elementCount(.input) {
-                if case .connection(let source, _)? = topology.inputs[InputKey(node: node, element: element)] {
-                    try visit(source)
-                }
+                try visitSources(of: InputKey(node: node, element: element))
             }
             marks[node] = true
             order.append(node)
         }
-        if case .connection(let source, _)? = topology.inputs[ioOutputKey] { try visit(source) }
+        /// What an input reads: its connection's source, or the nodes a pulling callback
+        /// declared (a removed one is skipped: the callback's pull of it reports noConnection).
+        func visitSources(of key: InputKey) throws(AudioUnitError) {
+            switch topology.inputs[key] {
+            case .connection(let source, _)?: try visit(source)
+            case .callback(let box)?: for source in box.sources where topology.nodes[source.node] != nil { try visit(source.node) }
+            case nil: break
+            }
+        }
+        try visitSources(of: ioOutputKey)
         self.order = order
     }
 
@@ -147,7 +154,9 @@ struct PlanBuilder {
                 var format: StreamFormat?
                 switch topology.inputs[InputKey(node: node, element: element)] {
                 case .connection(let source, let sourceElement)?: format = sourceFormat(source, sourceElement)
-                case .callback?: format = Self.effective(unit, .input, element, rate: rate)
+                case .callback(let box)?:
+                    format = Self.effective(unit, .input, element, rate: rate)
+                    try checkPulledFormats(box, into: format!)
                 case nil: format = nil
                 }
                 if let format { try unit.checkFormat(format, scope: .input, element: element) }
@@ -172,12 +181,25 @@ struct PlanBuilder {
         // What IO element 0 receives: any valid format, converted to the device's.
         switch topology.inputs[ioOutputKey] {
         case .connection(let source, let element)?: ioOutFormat = sourceFormat(source, element)
-        case .callback?: ioOutFormat = Self.effective(io, .input, IOUnit.outputElement, rate: rate)
+        case .callback(let box)?:
+            ioOutFormat = Self.effective(io, .input, IOUnit.outputElement, rate: rate)
+            try checkPulledFormats(box, into: ioOutFormat!)
         case nil: ioOutFormat = nil
         }
         resolved[ioNode] = ResolvedFormats(
             inputs: [ioOutFormat ?? Self.effective(io, .input, IOUnit.outputElement, rate: rate), io.deviceInputFormat],
             outputs: [io.deviceOutputFormat, ioIn])
+    }
+
+    /// A pulling callback's sources copy into its buffers without conversion: each has the
+    /// callback format's rate and one channel or as many as the callback.
+    private func checkPulledFormats(_ box: CallbackBox, into format: StreamFormat) throws(AudioUnitError) {
+        for source in box.sources where topology.nodes[source.node] != nil {
+            let pulled = sourceFormat(source.node, source.element)
+            guard pulled.sampleRate == format.sampleRate,
+                  pulled.channelsPerFrame == 1 || pulled.channelsPerFrame == format.channelsPerFrame
+            else { throw .formatNotSupported }
+        }
     }
 
     // MARK: - Allocation helpers (from here on, render memory is allocated)
@@ -249,7 +271,7 @@ struct PlanBuilder {
         var input = PlanInput(channels: nil, channelCount: 0, callback: nil, element: key.element,
                               source: nil, sourceRateIndex: 0, raw: nil,
                               rawLayout: RawLayout(kind: .float32, interleaved: false, channels: 0), rawBytesPerFrame: 0,
-                              converter: nil, destinationRateIndex: rateIndex(unitRate))
+                              converter: nil, destinationRateIndex: rateIndex(unitRate), pulls: nil, pullCount: 0)
         guard let format else { return (input, 0) }
         var latency = 0.0
         switch topology.inputs[key] {
@@ -259,6 +281,17 @@ struct PlanBuilder {
         case .callback(let box)?:
             resources.retained.append(box)
             input.callback = Unmanaged.passUnretained(box).toOpaque()
+            if !box.sources.isEmpty {
+                let pulls = resources.allocate(PlanPull.self, count: box.sources.count)
+                for (i, source) in box.sources.enumerated() {
+                    let present = topology.nodes[source.node] != nil
+                    pulls[i] = PlanPull(node: source.node.rawValue, element: source.element,
+                                        channels: present ? outputBuffers[source.node]! : nil,
+                                        channelCount: present ? Int(sourceFormat(source.node, source.element).channelsPerFrame) : 0)
+                }
+                input.pulls = pulls
+                input.pullCount = box.sources.count
+            }
             input.source = resources.allocateChannels(Int(format.channelsPerFrame), frames: frames(at: format.sampleRate))
             input.rawLayout = RawLayout(format)
             if !format.isCanonical {

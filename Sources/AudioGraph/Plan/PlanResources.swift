@@ -5,9 +5,17 @@ final class CallbackBox: Sendable {
     let render: RenderCallback?
     let input: InputCallback?
     let notify: RenderNotification?
-    init(render: @escaping RenderCallback) { self.render = render; self.input = nil; self.notify = nil }
-    init(input: @escaping InputCallback) { self.render = nil; self.input = input; self.notify = nil }
-    init(notify: @escaping RenderNotification) { self.render = nil; self.input = nil; self.notify = notify }
+    let pulling: PullingRenderCallback?
+    /// The node outputs a pulling callback reads (rendered before it).
+    let sources: [AUNodeOutput]
+    init(render: @escaping RenderCallback) { self.render = render; self.input = nil; self.notify = nil; pulling = nil; sources = [] }
+    init(input: @escaping InputCallback) { self.render = nil; self.input = input; self.notify = nil; pulling = nil; sources = [] }
+    init(notify: @escaping RenderNotification) { self.render = nil; self.input = nil; self.notify = notify; pulling = nil; sources = [] }
+    init(pulling: @escaping PullingRenderCallback, sources: [AUNodeOutput]) {
+        render = nil; input = nil; notify = nil
+        self.pulling = pulling
+        self.sources = sources
+    }
 }
 
 /// Everything a plan points to; freed (on a control thread) only after the render thread has

@@ -35,6 +35,9 @@ struct PlanInput {
     /// domain of `channels` (the unit's).
     var converter: UnsafeMutablePointer<PlanConverter>?
     var destinationRateIndex: Int
+    /// For a ``PullingRenderCallback``: the node outputs it declared (nil for other inputs).
+    var pulls: UnsafeMutablePointer<PlanPull>?
+    var pullCount: Int
 }
 
 /// One unit's work in a cycle. Trivial: everything it points to is owned by `PlanResources`.

@@ -98,12 +98,14 @@ enum RealTime {
 
     // MARK: - The application's callbacks (its code, under the rules for render callbacks)
 
-    /// Calls a render callback (an unretained `CallbackBox`); returns its status.
+    /// Calls a render callback, plain or pulling (an unretained `CallbackBox`); returns its status.
     @_noLocks @inline(__always)
-    static func callRender(_ box: UnsafeMutableRawPointer, _ timeStamp: AudioTimeStamp, _ element: AudioUnitElement,
-                           _ list: AudioBufferList) -> Int32 {
+    static func callRender(_ box: UnsafeMutableRawPointer, _ context: RenderCallbackContext) -> Int32 {
         _unsafePerformance {
-            Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { $0.render?(timeStamp, element, list) ?? 0 }
+            Unmanaged<CallbackBox>.fromOpaque(box)._withUnsafeGuaranteedRef { box in
+                if let render = box.render { return render(context.timeStamp, context.element, context.buffers) }
+                return box.pulling?(context) ?? 0
+            }
         }
     }
 

@@ -177,7 +177,7 @@ enum RenderLoop {
                 zero(source, channels: layout.channels, frames: sourceFrames)
                 list = AudioBufferList(channelPointers: UnsafePointer(source), channelCount: layout.channels, frameCount: sourceFrames)
             }
-            let status = RealTime.callRender(box, timeStamp, element, list)
+            let status = RealTime.callRender(box, RenderCallbackContext(timeStamp: timeStamp, element: element, buffers: list, input: input))
             if status != 0 {
                 zero(source, channels: layout.channels, frames: sourceFrames)
                 errors &+= 1

@@ -84,6 +84,32 @@ public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
                    parameterDefinitions: parameters)
     }
 
+    /// Creates a unit that owns a state value and hands it to every call mutably: the typed
+    /// way to keep an LFO phase, a filter's memory or a counter between slices, with no pointer
+    /// laundered through an integer. The state lives as long as the unit; only the render
+    /// thread touches it (share values with other threads through an `Atomic` instead; see
+    /// <doc:RealTimeRules>).
+    ///
+    /// ```swift
+    /// struct Tremolo { var phase = 0.0 }
+    /// let unit = try RenderCallbackUnit(inputs: 1, state: Tremolo()) { tremolo, context in
+    ///     tremolo.phase += 5 * Double(context.frameCount) / context.sampleRate
+    ///     return 0
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - inputs: input elements, 0…64.
+    ///   - parameters: as for ``init(inputs:parameters:process:)``.
+    ///   - state: the initial state. `BitwiseCopyable` (no class references), so changing it on
+    ///     the render thread never retains, releases or frees.
+    ///   - process: the processing, called on the render thread with the unit's state.
+    /// - Throws: as ``init(inputs:parameters:process:)``.
+    public convenience init<State: BitwiseCopyable>(inputs: Int = 1, parameters: [AudioUnitParameterInfo] = [], state: State,
+                                                    process: @escaping @Sendable (_ state: inout State, _ context: ProcessContext) -> Int32) throws(AudioUnitError) {
+        let cell = RenderState(state)
+        try self.init(inputs: inputs, parameters: parameters) { context in process(&cell.value, context) }
+    }
+
     /// Pieces whose callback returned non-zero (rendered as silence). Thread: any.
     public var failedRenderCount: UInt64 { failures.load(ordering: .relaxed) }
 
@@ -132,5 +158,43 @@ struct CustomKernel {
         if status != 0 {
             for c in 0..<s.outputChannelCount { outBase[c].update(repeating: 0, count: frames) }
         }
+    }
+}
+
+/// Mutable state owned by one render callback: created on a control thread, captured by the
+/// callback, then read and written only on the render thread that calls it. The `Sendable`
+/// box a `@Sendable` callback needs for state that is not an atomic (an LFO phase, a smoothing
+/// filter's memory, a sample counter): what Examples used to do with a pointer passed as an
+/// integer.
+///
+/// ```swift
+/// let phase = RenderState(0.0)
+/// try graph.setNodeInputCallback(mixerNode, inputElement: 1) { _, _, buffers in
+///     for f in 0..<buffers.frameCount { buffers[0][f] = Float(sin(2 * .pi * phase.value)); phase.value += 440.0 / 48_000 }
+///     return 0
+/// }
+/// ```
+///
+/// Not a lock and not an atomic: values another thread must see (a mute flag set by the UI)
+/// belong in an `Atomic` instead (<doc:RealTimeRules>, "Sharing state with a callback").
+/// `Value` is `BitwiseCopyable`, so writing it never retains, releases or frees.
+/// Thread: ``value`` on the render thread, from the one callback that owns the box.
+/// SAFETY (`@unchecked Sendable`): one writer (the render thread, in the owning callback); the pointer is allocated in init and freed in deinit, after the last callback has released the box.
+public final class RenderState<Value: BitwiseCopyable>: @unchecked Sendable {
+    private let storage: UnsafeMutablePointer<Value>
+
+    /// Boxes an initial value. Thread: any; allocates.
+    public init(_ initial: Value) {
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: initial)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// The state. Thread: the render thread, in the callback that owns the box (or any thread
+    /// before that callback is installed).
+    public var value: Value {
+        @inline(__always) get { storage.pointee }
+        @inline(__always) set { storage.pointee = newValue }
     }
 }

@@ -95,6 +95,38 @@ struct RenderCallbackUnitTests {
         #expect(abs(gain) < 0.05, "1 kHz through a 16 kHz custom unit: \(gain) dB")
     }
 
+    /// State the unit owns, handed back mutably: a frame counter written as the output carries
+    /// on across slices of any size (and across the pieces automation splits them into).
+    @Test func unitOwnedStateCarriesAcrossSlices() throws {
+        struct Counter { var frames: Int = 0; var calls: Int = 0 }
+        let unit = try RenderCallbackUnit(inputs: 0, state: Counter()) { counter, context in
+            counter.calls += 1
+            for f in 0..<context.frameCount { context.output[0][f] = Float(counter.frames + f) }
+            counter.frames += context.frameCount
+            return 0
+        }
+        let (_, renderer) = try graph(unit)
+        let out = try renderer.render(input: [[], []], frameCount: 3000, sliceFrames: 256)
+        #expect(out[0] == (0..<3000).map(Float.init), "one ramp, no restart at a slice boundary")
+    }
+
+    /// A RenderState box gives a plain render callback state of its own, the same way.
+    @Test func renderStateKeepsACallbacksStateBetweenSlices() throws {
+        let position = RenderState(0)
+        let unit = try RenderCallbackUnit(inputs: 2) { context in
+            if let input = context.input(1) { context.output[0].update(from: input[0]) }
+            return 0
+        }
+        let (_, renderer) = try graph(unit) { _, _, list in
+            for f in 0..<list.frameCount { list[0][f] = Float(position.value + f) }
+            position.value += list.frameCount
+            return 0
+        }
+        let out = try renderer.render(input: [[], []], frameCount: 1000, sliceFrames: 128)
+        #expect(out[0] == (0..<1000).map(Float.init))
+        #expect(position.value == 1000)
+    }
+
     @Test func badDefinitionsAreRefused() {
         let block: RenderCallbackUnit.Process = { _ in 0 }
         let wrongID = AudioUnitParameterInfo(id: 3, name: "X", unit: .linearGain, minValue: 0, maxValue: 1, defaultValue: 0)
