@@ -222,6 +222,27 @@ public final class JACKDriver: @unchecked Sendable {
 
     /// The server's period in frames (updated by the buffer-size callback). Thread: any.
     public var bufferSize: Int { Int(state.bufferSize.load(ordering: .relaxed)) }
+
+    /// Asks the server for a new period (`jack_set_buffer_size`): the analogue of
+    /// `AVAudioSession.setPreferredIOBufferDuration` (duration = frames / ``sampleRate``), except
+    /// that a JACK period is the whole server's: every client's period changes, as with
+    /// `jack_bufsize`. The graph needs nothing reallocated: it renders any period as slices of at
+    /// most its MaximumFramesPerSlice. Returns once the server has applied it (``bufferSize``
+    /// then reads the new value).
+    /// - Parameter frames: a power of two, 16…8192.
+    /// - Throws: ``JACKDriverError/invalidBufferSize(_:)`` (nothing is asked),
+    ///   ``JACKDriverError/bufferSizeRefused(frames:code:)`` (the period stays as it was),
+    ///   ``JACKDriverError/serverShutDown(reason:)``.
+    /// - Thread: control thread (never from a JACK callback).
+    public func setBufferSize(_ frames: Int) throws(JACKDriverError) {
+        guard (16...8192).contains(frames), frames & (frames - 1) == 0 else { throw .invalidBufferSize(frames) }
+        guard let client, !isShutDown else { throw .serverShutDown(reason: shutdownReason) }
+        let code = jack_set_buffer_size(client, jack_nframes_t(frames))
+        guard code == 0 else { throw .bufferSizeRefused(frames: frames, code: code) }
+        // jack2 applies the change before it answers; the callback may still be on its way.
+        state.bufferSize.store(jack_get_buffer_size(client), ordering: .relaxed)
+        guard bufferSize == frames else { throw .bufferSizeRefused(frames: frames, code: 0) }
+    }
     /// xruns the server reported since the client opened. Thread: any.
     public var xrunCount: UInt64 { state.xruns.load(ordering: .relaxed) }
     /// Process cycles run since the client opened. Thread: any.

@@ -33,6 +33,11 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     case invalidPortPattern(String)
     /// Setting or reading JACK metadata (a pretty name) failed for this port.
     case metadataFailed(port: String)
+    /// A requested period is not a power of two in 16…8192 frames.
+    case invalidBufferSize(Int)
+    /// The server refused a period it was asked for (`jack_set_buffer_size` returned `code`;
+    /// some backends take only certain sizes, and every client must agree).
+    case bufferSizeRefused(frames: Int, code: Int32)
 
     /// What went wrong and what to do.
     public var description: String {
@@ -65,6 +70,10 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
             return "could not start a JACK server named '\(name)': \(reason)"
         case .invalidPortPattern(let pattern):
             return "'\(pattern)' is neither a JACK port name nor a valid regular expression (POSIX extended, as jack_lsp takes)"
+        case .invalidBufferSize(let frames):
+            return "a JACK period of \(frames) frames is not possible: ask for a power of two from 16 to 8192"
+        case .bufferSizeRefused(let frames, let code):
+            return "the JACK server refused a period of \(frames) frames (jack_set_buffer_size returned \(code)); the period is unchanged (check it with `jack_bufsize`)"
         case .metadataFailed(let port):
             return "could not set JACK metadata on '\(port)' (jack_set_property failed; the server's metadata store may be unavailable)"
         }

@@ -68,12 +68,25 @@ extension JACKIntegration {
             // A pass with an xrun lost audio by JACK's design (a non-real-time dummy server at
             // period 64 on a busy 2-core machine has them); such a period is not judged, but
             // most periods must be, and every judged one must be bit-exact.
+            // Bad requests are typed errors and change nothing.
+            for bad in [0, 100, 8, 16_384, -256] {
+                #expect(throws: JACKDriverError.invalidBufferSize(bad)) { try driver.setBufferSize(bad) }
+            }
+            #expect(driver.bufferSize == 256)
             var judged = 0
-            for period in [1024, 4096, 64, 512, 256] {
-                #expect(jack_set_buffer_size(probe.client, jack_nframes_t(period)) == 0)
-                let deadline = Date().addingTimeInterval(5)
-                while driver.bufferSize != period && Date() < deadline { usleep(10_000) }
-                #expect(driver.bufferSize == period, "the buffer-size callback reported \(driver.bufferSize)")
+            for (index, period) in [1024, 4096, 64, 512, 256].enumerated() {
+                if index % 2 == 0 {
+                    try driver.setBufferSize(period)  // the driver's own request (setPreferredIOBufferDuration)
+                    #expect(driver.bufferSize == period, "set: \(driver.bufferSize)")
+                    let reported = try run("/usr/bin/jack_bufsize", [], server: own.name)
+                    #expect(reported.contains("\(period)"), "jack_bufsize says: \(reported)")
+                } else {
+                    // Another client changes it (as jack_bufsize would): the callback follows.
+                    #expect(jack_set_buffer_size(probe.client, jack_nframes_t(period)) == 0)
+                    let deadline = Date().addingTimeInterval(5)
+                    while driver.bufferSize != period && Date() < deadline { usleep(10_000) }
+                    #expect(driver.bufferSize == period, "the buffer-size callback reported \(driver.bufferSize)")
+                }
                 let captured = probe.run()
                 if probe.lastPassHadXruns { continue }
                 judged += 1
