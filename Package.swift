@@ -12,6 +12,8 @@ let package = Package(
         .executable(name: "graphrun", targets: ["graphrun"]),
         .executable(name: "first-graph", targets: ["first-graph"]),
         .executable(name: "custom-unit", targets: ["custom-unit"]),
+        .executable(name: "play-through", targets: ["play-through"]),
+        .executable(name: "speech-recorder", targets: ["speech-recorder"]),
         .executable(name: "graphrecord", targets: ["graphrecord"]),
         .executable(name: "graphbench", targets: ["graphbench"]),
     ],
@@ -92,6 +94,16 @@ let package = Package(
             name: "custom-unit",
             dependencies: ["AudioGraph"],
             path: "Examples/CustomUnit"
+        ),
+        .executableTarget(
+            name: "play-through",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Examples/PlayThrough"
+        ),
+        .executableTarget(
+            name: "speech-recorder",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Examples/SpeechRecorder"
         ),
         // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops.
         .target(

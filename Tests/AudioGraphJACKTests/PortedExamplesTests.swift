@@ -1,0 +1,76 @@
+// Tests, JACK: the two ported Apple examples (Examples/PlayThrough, Examples/SpeechRecorder) run against a real jackd with real speech.
+import AudioGraph
+import AudioGraphTestSupport
+import Foundation
+import Testing
+
+extension JACKIntegration {
+    @Suite("Ported Apple examples against a real jackd")
+    struct PortedExamplesTests {
+        let server = TestServer.shared
+
+        /// The AUGraph play-through: the speaker's callback pulls the microphone (or, with
+        /// --gate, a mute gate does it): bit-exact speech, exact silence when muted, back again.
+        @Test(arguments: [false, true])
+        func playThroughPassesSpeechAndMutes(gate: Bool) throws {
+            let name = "pt-\(gate ? "gate" : "callback")-\(getpid())"
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-\(name)", play: speech, captureFrames: speech.count + 8192)
+            let tool = try ToolProcess("play-through", (gate ? ["--gate"] : []) + ["--name", name, "--input", probe.outPort, "--output", probe.inPort],
+                                       server: server)
+            #expect(tool.waitFor("mute: off"), "startup: \(tool.stdout) \(tool.stderr)")
+            #expect(tool.stdout.contains(gate ? "mute gate" : "render callback"))
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "real speech passes bit for bit")
+            tool.send("mute")
+            #expect(tool.waitFor("mute: on"))
+            usleep(100_000)  // past the gate's 10 ms ramp
+            let muted = probe.run()
+            #expect(muted.allSatisfy { $0 == 0 }, "muted: exact silence; peak \(muted.map(abs).max() ?? 0)")
+            tool.send("unmute")
+            #expect(tool.waitFor("mute: off", count: 2))
+            usleep(100_000)
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "bit-exact again")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            #expect(tool.stdout.contains("0 render error(s)"), "\(tool.stdout)")
+        }
+
+        /// The RemoteIO recorder: real speech into the microphone arrives in a 16 kHz 16-bit mono
+        /// WAV with its energy (resampling keeps speech's energy: little of it is above 8 kHz),
+        /// and the input callback's level shows it.
+        @Test func speechRecorderWritesSixteenKilohertzSixteenBitMono() throws {
+            let name = "sr-\(getpid())"
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).wav").path
+            defer { unlink(path) }
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-\(name)", play: speech, captureFrames: speech.count + 8192)
+            let tool = try ToolProcess("speech-recorder", ["--name", name, "--input", probe.outPort, path], server: server)
+            #expect(tool.waitFor("recording \(name):in_1"), "startup: \(tool.stdout) \(tool.stderr)")
+            _ = probe.run()
+            #expect(tool.waitFor("level:", count: 2))
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            let levels = tool.stdout.split(separator: "\n").compactMap { line -> Int? in
+                guard line.hasPrefix("level: ") else { return nil }
+                return Int(line.dropFirst(7).prefix { $0 != " " })
+            }
+            #expect(levels.contains { $0 > -20 }, "the callback's level saw the speech: \(levels)")
+            guard let file = readAudioFile(path) else { Issue.record("no readable file at \(path)"); return }
+            #expect(file.info.samplerate == 16_000 && file.info.channels == 1)
+            #expect(file.info.format & 0xFFFF == 0x0002, "16-bit PCM (SF_FORMAT_PCM_16)")
+            let recorded = file.channels[0].reduce(0.0) { $0 + Double($1) * Double($1) }
+            let played = speech.reduce(0.0) { $0 + Double($1) * Double($1) } / 3  // a third of the samples
+            let difference = 10 * log10(recorded / played)
+            #expect(abs(difference) < 0.5, "energy in the file vs the speech at 16 kHz: \(difference) dB")
+            #expect(tool.stdout.contains("(0 dropped)"), "\(tool.stdout)")
+        }
+
+        @Test func speechRecorderRefusesABadFileBeforeJoiningJACK() throws {
+            let tool = try ToolProcess("speech-recorder", ["--name", "sr-bad-\(getpid())", "/nonexistent-dir/take.wav"], server: server)
+            #expect(tool.waitForExit() == 2)
+            #expect(tool.stderr.contains("cannot create /nonexistent-dir/take.wav"), "\(tool.stderr)")
+            let clients = try run("/usr/bin/jack_lsp", [], server: server)
+            #expect(!clients.contains("sr-bad-"), "no client joined: \(clients)")
+        }
+    }
+}
