@@ -47,6 +47,9 @@ public struct RenderCallbackContext: @unchecked Sendable {
         self.input = input
     }
 
+    /// AudioUnitError.invalidElement's OSStatus (an enum's synthesized rawValue is not callable under `@_noLocks`).
+    private var invalidElementStatus: Int32 { @_noLocks get { -10877 } }
+
     /// Fills ``buffers`` with a declared node output's audio for this slice: the
     /// `AudioUnitRender(unit, flags, timeStamp, element, frames, ioData)` analogue. The node has
     /// already rendered this cycle (the graph renders it before this callback, once, however
@@ -59,9 +62,6 @@ public struct RenderCallbackContext: @unchecked Sendable {
     ///   callback did not declare (nothing is written); ``AudioUnitError/noConnection``'s
     ///   (−10876, buffers left as they were) when the node has been removed from the graph since.
     /// - Thread: the render thread, inside the callback. Real-time safe (`@_noLocks`).
-    /// AudioUnitError.invalidElement's OSStatus (an enum's synthesized rawValue is not callable under `@_noLocks`).
-    private var invalidElementStatus: Int32 { @_noLocks get { -10877 } }
-
     @_noLocks
     public func render(_ node: AUNode, element: AudioUnitElement = 0) -> Int32 {
         let p = input.pointee
