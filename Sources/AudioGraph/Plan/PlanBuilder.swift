@@ -340,7 +340,7 @@ struct PlanBuilder {
                 inputs[element] = input
                 latency = max(latency, inputLatency)
             }
-            latencyOut[node] = latency
+            latencyOut[node] = latency + unit.processingLatency
             let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: frames(at: unitRate))
             outputBuffers[node] = output
             let inputChannels = (0..<formats.inputs.count).map { inputs[$0].channelCount }

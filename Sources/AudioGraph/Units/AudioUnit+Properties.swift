@@ -23,11 +23,11 @@ extension AudioUnit {
         case .latency:
             guard scope == .global else { throw .invalidScope }
             try checkElement(scope, element)
-            return .float64(conversionLatency)
+            return .float64(conversionLatency + processingLatency)
         case .tailTime:
             guard scope == .global else { throw .invalidScope }
             try checkElement(scope, element)
-            return .float64(0)
+            return .float64(tailTime)
         case .maximumFramesPerSlice:
             guard scope == .global else { throw .invalidScope }
             try checkElement(scope, element)

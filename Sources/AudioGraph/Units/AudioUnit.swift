@@ -132,6 +132,17 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// The largest latency the unit's input conversions add, in seconds (set when a plan is applied).
     var conversionLatency: Double = 0
 
+    /// Latency the unit's own processing adds, in seconds: how much later than its input a
+    /// feature of the signal appears at its output (a limiter's look-ahead, a block-based
+    /// process's block). 0 for units that do not delay. Read on the control thread when a plan
+    /// is built: paths through the unit count it, and the Latency property reports it with the
+    /// conversions'. A unit whose latency changes must ask its graph for an update.
+    var processingLatency: Double { 0 }
+
+    /// Seconds the unit's tail lasts after its input stops (a reverb's decay, a delay's
+    /// repeats): the TailTime property. 0 for units without a tail.
+    var tailTime: Double { 0 }
+
     /// The parameter's upper bound at the unit's current sample rate.
     func maxValue(of info: AudioUnitParameterInfo) -> Float { info.maxValue }
 
