@@ -306,6 +306,10 @@ for i in 0..<updates {
 }
 print("update() on a 1,000-node chain: \(fixed(updateTotal / Double(updates) * 1e3, 2)) ms each (mean of \(updates)); heard after \(cyclesUntilHeard.max() ?? 0) cycle(s) at most")
 
+// MARK: 4. Catalogue kernels, each against its C loop
+
+try runKernelBenches(frames: callgrind ? 48_000 : max(48_000, frames / 4), input: input, callgrind: callgrind)
+
 // S: the worse of the two shapes, so neither flatters the other.
 let big = callgrind ? 100 : 1000
 let chainGrowth = (perNode[big] ?? 0) / (perNode[10] ?? 1)
