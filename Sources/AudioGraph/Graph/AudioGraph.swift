@@ -314,8 +314,7 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
         for source in sources {
             guard let unit = pending.nodes[source.node] else { throw .nodeNotFound }
             try unit.checkElement(.output, source.element)
-            if unit is IOUnit { if source.element != IOUnit.inputElement { throw .invalidElement } }
-            else if source.element != 0 { throw .invalidElement }
+            if unit is IOUnit, source.element != IOUnit.inputElement { throw .invalidElement }
         }
         let grows = dst.growsInputsByConnection && Int(inputElement) == Int(dst.elementCount(.input))
         if !grows { try dst.checkElement(.input, inputElement) }

@@ -152,7 +152,6 @@ extension AudioGraph {
         try checkControlThread()
         let unit = try nodeInfo(node)
         try unit.checkElement(.output, element)
-        if !(unit is IOUnit) && element != 0 { throw .invalidElement }
         return unit
     }
 

@@ -52,7 +52,8 @@ struct PlanBuilder {
     private let resources = PlanResources()
     private var converters: [ConverterKey: ConverterStorage] = [:]
     private var latencyOut: [AUNode: Double] = [:]
-    private var outputBuffers: [AUNode: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [:]
+    /// Every rendered output element's `[channel]` pointers (the IO unit's element 1 included).
+    private var outputBuffers: [AUNodeOutput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [:]
     private var kernels: [AUNode: KernelStorage] = [:]
     private var unitLatency: [AUNode: Double] = [:]
 
@@ -171,8 +172,14 @@ struct PlanBuilder {
                !unit.explicitFormats.contains(AudioUnit.FormatKey(scope: .output, element: 0)) {
                 outputs[0] = input.canonical
             }
+            // Output elements after the first run at its rate unless the application set theirs.
+            for element in outputs.indices.dropFirst()
+            where !unit.explicitFormats.contains(AudioUnit.FormatKey(scope: .output, element: AudioUnitElement(element))) {
+                outputs[element] = (try? outputs[element].withSampleRate(outputs[0].sampleRate)) ?? outputs[element]
+            }
+            // Every output element renders Float32 non-interleaved, all at the unit's rate.
             for output in outputs {
-                guard output.isCanonical else { throw .formatNotSupported }
+                guard output.isCanonical, output.sampleRate == outputs[0].sampleRate else { throw .formatNotSupported }
             }
             resolved[node] = ResolvedFormats(inputs: inputs, outputs: outputs)
             // Unconnected inputs carry no audio, but their format follows the rate like any other.
@@ -257,7 +264,7 @@ struct PlanBuilder {
         if !ioIn.isCanonical, io.inputCallback != nil {
             result.raw = resources.allocateRaw(ioIn.bufferCount, bytes: frames(at: ioIn.sampleRate) * Int(ioIn.bytesPerFrame))
         }
-        outputBuffers[ioNode] = result.input
+        outputBuffers[AUNodeOutput(ioNode, element: IOUnit.inputElement)] = result.input
         return result
     }
 
@@ -275,8 +282,8 @@ struct PlanBuilder {
         guard let format else { return (input, 0) }
         var latency = 0.0
         switch topology.inputs[key] {
-        case .connection(let source, _)?:
-            input.source = outputBuffers[source]!
+        case .connection(let source, let sourceElement)?:
+            input.source = outputBuffers[AUNodeOutput(source, element: sourceElement)]!
             latency = latencyOut[source] ?? 0
         case .callback(let box)?:
             resources.retained.append(box)
@@ -286,7 +293,7 @@ struct PlanBuilder {
                 for (i, source) in box.sources.enumerated() {
                     let present = topology.nodes[source.node] != nil
                     pulls[i] = PlanPull(node: source.node.rawValue, element: source.element,
-                                        channels: present ? outputBuffers[source.node]! : nil,
+                                        channels: present ? outputBuffers[source]! : nil,
                                         channelCount: present ? Int(sourceFormat(source.node, source.element).channelsPerFrame) : 0)
                 }
                 input.pulls = pulls
@@ -333,16 +340,29 @@ struct PlanBuilder {
             let inputs = resources.allocate(PlanInput.self, count: formats.inputs.count)
             var latency = 0.0
             for element in 0..<formats.inputs.count {
+                // What the kernel reads on this input: the output's channel count, or (a merger) the element's own.
+                let channels = unit.processingChannels(ofInput: element, outputChannels: outChannels)
                 let (input, inputLatency) = try planInput(InputKey(node: node, element: AudioUnitElement(element)),
                                                           format: formats.inputs[element], site: .unitInput,
-                                                          channels: outChannels, unitRate: unitRate,
-                                                          accepts: { unit.acceptsInputChannels($0, outputChannels: outChannels) })
+                                                          channels: channels, unitRate: unitRate,
+                                                          accepts: { unit.acceptsInputChannels($0, outputChannels: channels) })
                 inputs[element] = input
                 latency = max(latency, inputLatency)
             }
             latencyOut[node] = latency + unit.processingLatency
             let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: frames(at: unitRate))
-            outputBuffers[node] = output
+            outputBuffers[AUNodeOutput(node)] = output
+            var moreOutputs: UnsafeMutablePointer<PlanOutput>?
+            if formats.outputs.count > 1 {
+                let more = resources.allocate(PlanOutput.self, count: formats.outputs.count - 1)
+                for element in 1..<formats.outputs.count {
+                    let channels = Int(formats.outputs[element].channelsPerFrame)
+                    let (current, owned) = resources.allocateForwardable(channels, frames: frames(at: unitRate))
+                    more[element - 1] = PlanOutput(channels: current, owned: owned, channelCount: channels)
+                    outputBuffers[AUNodeOutput(node, element: AudioUnitElement(element))] = current
+                }
+                moreOutputs = more
+            }
             let inputChannels = (0..<formats.inputs.count).map { inputs[$0].channelCount }
             let stateSize = unit.kernelStateSize(inputChannels: inputChannels, outputChannels: outChannels)
             let kernel: KernelStorage
@@ -360,6 +380,7 @@ struct PlanBuilder {
                                     output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
                                     sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate),
                                     custom: customKernel(unit, inputChannels: inputChannels, outputChannels: outChannels),
+                                    moreOutputs: moreOutputs, moreOutputCount: formats.outputs.count - 1,
                                     links: Unmanaged.passUnretained(unit.renderLinks))
         }
         return steps

@@ -11,6 +11,8 @@ enum KernelKind: UInt8 {
     case custom
     /// ``AudioFilePlayerUnit``: reads its ring (the unit's render context).
     case filePlayer
+    /// ``SplitterUnit``, ``ChannelSplitterUnit``, ``MergerUnit``: channels routed between elements.
+    case routing
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.
@@ -40,6 +42,18 @@ struct PlanInput {
     var pullCount: Int
 }
 
+/// One output element of a unit with several (a splitter's), as the render thread sees it.
+/// Trivial. Element 0 lives in ``PlanStep`` itself (`output`, `ownedOutput`,
+/// `outputChannelCount`), so single-output kernels never look here.
+struct PlanOutput {
+    /// `[channel]` pointers consumers read; reset to `owned` before the kernel runs (a kernel
+    /// may point them at its input's buffers for the rest of the slice).
+    var channels: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// The element's own buffers, `maxFrames` floats (at the unit's rate) per channel.
+    var owned: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    var channelCount: Int
+}
+
 /// One unit's work in a cycle. Trivial: everything it points to is owned by `PlanResources`.
 struct PlanStep {
     var kind: KernelKind
@@ -64,6 +78,9 @@ struct PlanStep {
     var rateIndex: Int
     /// A custom unit's `CustomKernel` (nil for the built-in kernels).
     var custom: UnsafeMutablePointer<CustomKernel>?
+    /// Output elements 1… of a unit with several (nil for one output element).
+    var moreOutputs: UnsafeMutablePointer<PlanOutput>?
+    var moreOutputCount: Int
     /// The unit's observers (taps, meters) and render context; the unit keeps it alive.
     var links: Unmanaged<UnitRenderLinks>
 }

@@ -116,6 +116,11 @@ enum RenderLoop {
             let n = domains.frames[step.pointee.rateIndex]
             let owned = step.pointee.ownedOutput, output = step.pointee.output
             for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
+            if let more = step.pointee.moreOutputs {
+                for e in 0..<step.pointee.moreOutputCount {
+                    for c in 0..<more[e].channelCount { more[e].channels[c] = more[e].owned[c] }
+                }
+            }
             if let custom = step.pointee.custom { custom.pointee.sliceTime = domains.times[step.pointee.rateIndex] }
             if step.pointee.automation.pointee.isIdle {
                 runKernel(step, .wholeSlice(n))
@@ -124,6 +129,12 @@ enum RenderLoop {
             }
             Observers.run(step.pointee.links, element: 0, channels: step.pointee.output, channelCount: step.pointee.outputChannelCount,
                           frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
+            if let more = step.pointee.moreOutputs {
+                for e in 0..<step.pointee.moreOutputCount {
+                    Observers.run(step.pointee.links, element: UInt32(e + 1), channels: more[e].channels, channelCount: more[e].channelCount,
+                                  frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
+                }
+            }
         }
         // 3. IO element 0 to the device (converted to the device's format by its input).
         var ioOutput = p.ioOutput
@@ -153,6 +164,7 @@ enum RenderLoop {
         case .custom: CustomKernel.render(step, piece)
         case .filePlayer: FilePlayerKernel.render(step, piece)
         case .passthrough: PassthroughKernel.render(step, piece)
+        case .routing: RoutingKernel.render(step, piece)
         }
     }
 

@@ -15,6 +15,12 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case renderCallback
     /// `kAudioUnitSubType_AudioFilePlayer`: streams a file from disk (``AudioFilePlayerUnit``).
     case audioFilePlayer
+    /// `kAudioUnitSubType_Splitter`: one input copied to several output elements (``SplitterUnit``).
+    case splitter
+    /// Web Audio's ChannelSplitterNode: each input channel to its own mono output element (``ChannelSplitterUnit``).
+    case channelSplitter
+    /// `kAudioUnitSubType_Merger` / Web Audio's ChannelMergerNode: input elements' channels side by side in one output (``MergerUnit``).
+    case merger
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
@@ -122,6 +128,10 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     func checkFormat(_ format: StreamFormat, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) {
         if scope == .output { guard format.isCanonical else { throw .formatNotSupported } }
     }
+
+    /// The channel count the kernel reads on input element `element` (connections are converted
+    /// to it): the output's, except for units whose inputs keep their own (a merger's).
+    func processingChannels(ofInput element: Int, outputChannels: Int) -> Int { outputChannels }
 
     /// Whether the kernel takes an input of `inputChannels` as it is (no conversion) when the
     /// output has `outputChannels` and the rates match.
