@@ -33,17 +33,24 @@ public struct RecordingSettings: Sendable, Equatable {
     public var sampleRate: Double?
     /// Channels in the file, 1…64; nil records the element's channel count.
     public var channels: Int?
+    /// The most frames the file holds, at the file's rate (1 or more); nil records until
+    /// ``Recorder/stop()``. Once the file holds this many, later frames are neither written nor
+    /// counted as dropped, and ``Recorder/isComplete`` is true: a recording of exactly this length.
+    public var frameLimit: UInt64?
 
     /// - Parameters:
     ///   - fileType: WAV or FLAC.
     ///   - sampleFormat: default 32-bit float (WAV) — pass `.int16`/`.int24` for FLAC.
     ///   - sampleRate: Hz, or nil for the graph's rate.
     ///   - channels: 1…64, or nil for the element's channel count.
-    public init(fileType: FileType = .wav, sampleFormat: SampleFormat = .float32, sampleRate: Double? = nil, channels: Int? = nil) {
+    ///   - frameLimit: frames to record at most (1…), or nil for no limit.
+    public init(fileType: FileType = .wav, sampleFormat: SampleFormat = .float32, sampleRate: Double? = nil, channels: Int? = nil,
+                frameLimit: UInt64? = nil) {
         self.fileType = fileType
         self.sampleFormat = sampleFormat
         self.sampleRate = sampleRate
         self.channels = channels
+        self.frameLimit = frameLimit
     }
 
     /// Settings for a path: the container from its extension (`.wav`, `.wave`, `.flac`, any
@@ -155,6 +162,9 @@ public final class Recorder: @unchecked Sendable {
         guard channels >= 1, channels <= Int(StreamFormat.maximumChannelCount) else {
             throw .unsupportedSettings("\(channels) channels: 1…64")
         }
+        guard chosen.frameLimit != 0 else {
+            throw .unsupportedSettings("a frame limit of 0: 1 frame or more, or nil to record until stop()")
+        }
         let ratio = rate / source.sampleRate
         guard ratio >= 1.0 / 256, ratio <= 256 else {
             throw .unsupportedSettings("\(Int(rate)) Hz from an element at \(Int(source.sampleRate)) Hz: the rate ratio must be within 1/256…256")
@@ -190,7 +200,8 @@ public final class Recorder: @unchecked Sendable {
         self.node = node
         self.element = element
         self.graph = graph
-        writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: chosen.sampleFormat)
+        writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: chosen.sampleFormat,
+                                 frameLimit: chosen.frameLimit ?? .max)
         let format = try! StreamFormat.float32(sampleRate: rate, channels: UInt32(channels), interleaved: true)
         let writer = self.writer
         do throws(AudioUnitError) {
@@ -206,6 +217,11 @@ public final class Recorder: @unchecked Sendable {
 
     /// Frames in the file so far. Thread: any.
     public var framesWritten: UInt64 { writer.written.load(ordering: .relaxed) }
+
+    /// Whether the file holds ``RecordingSettings/frameLimit`` frames, all there is to record
+    /// (always false without a limit). The file is complete and valid then; ``stop()`` closes it.
+    /// Thread: any.
+    public var isComplete: Bool { settings.frameLimit.map { framesWritten >= $0 } ?? false }
 
     /// Frames lost: dropped by the tap (graph rate) plus frames not written after a write
     /// failure. Thread: any.
@@ -248,27 +264,34 @@ final class RecordingWriter: @unchecked Sendable {
     let path: String
     let channels: Int
     let sampleFormat: RecordingSettings.SampleFormat
+    /// Frames to write at most; `UInt64.max` for no limit.
+    let frameLimit: UInt64
     let written = Atomic<UInt64>(0)
     let lost = Atomic<UInt64>(0)
     let failure = Mutex<RecorderError?>(nil)
     private var shorts: [Int16] = []
     private var ints: [Int32] = []
 
-    init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat) {
+    init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64) {
         self.file = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
         self.path = path
         self.channels = channels
         self.sampleFormat = sampleFormat
+        self.frameLimit = frameLimit
     }
 
-    /// Writes one interleaved Float32 block. The tap's thread.
+    /// Writes one interleaved Float32 block, or the part of it that fits the frame limit (the
+    /// rest is not recorded, by request: neither written nor lost). The tap's thread.
     func write(_ block: AudioTapBlock) {
         file.withLock { address in
+            // Frames still to record: those written and those lost both count against the limit.
+            let recorded = written.load(ordering: .relaxed) + lost.load(ordering: .relaxed)
+            let frames = Int(min(UInt64(block.frameCount), frameLimit > recorded ? frameLimit - recorded : 0))
+            guard frames > 0 else { return }
             guard let file = OpaquePointer(bitPattern: address), failure.withLock({ $0 == nil }) else {
-                lost.add(UInt64(block.frameCount), ordering: .relaxed)
+                lost.add(UInt64(frames), ordering: .relaxed)
                 return
             }
-            let frames = block.frameCount
             let samples = frames * channels
             let done: sf_count_t = block.buffers[0].withUnsafeBytes { raw in
                 let x = raw.bindMemory(to: Float.self)
