@@ -65,6 +65,42 @@ public struct RecordingSettings: Sendable, Equatable {
         }
     }
 
+    /// Checks that a file of these settings can be written at `sampleRate` with `channels`
+    /// channels, without creating anything: a tool can refuse bad options before it starts.
+    /// ``Recorder/init(graph:node:element:path:settings:)`` runs the same check (with the
+    /// node's rate and channels where these settings leave them nil), and the rate ratio.
+    /// - Parameters:
+    ///   - sampleRate: the file's rate, Hz (``sampleRate``, or the graph's when that is nil).
+    ///   - channels: the file's channels (``channels``, or the element's when that is nil).
+    /// - Throws: ``RecorderError/unsupportedSettings(_:)``: a rate that is not a whole number of
+    ///   Hz within 1…768000, channels outside 1…64, a frame limit of 0, or a container that
+    ///   cannot hold the sample format (FLAC and float32).
+    /// - Thread: any.
+    public func check(sampleRate: Double, channels: Int) throws(RecorderError) {
+        _ = try checked(sampleRate: sampleRate, channels: channels)
+    }
+
+    /// ``check(sampleRate:channels:)``, returning libsndfile's description of the file.
+    func checked(sampleRate rate: Double, channels: Int) throws(RecorderError) -> SF_INFO {
+        guard rate.isFinite, rate >= 1, rate <= StreamFormat.maximumSampleRate, rate == rate.rounded() else {
+            throw .unsupportedSettings("sample rate \(rate) Hz: a whole number of Hz, 1…768000")
+        }
+        guard channels >= 1, channels <= Int(StreamFormat.maximumChannelCount) else {
+            throw .unsupportedSettings("\(channels) channels: 1…64")
+        }
+        guard frameLimit != 0 else {
+            throw .unsupportedSettings("a frame limit of 0: 1 frame or more, or nil to record until stop()")
+        }
+        var info = SF_INFO()
+        info.samplerate = Int32(rate)
+        info.channels = Int32(channels)
+        info.format = sndfileFormat
+        guard sf_format_check(&info) == Int32(SF_TRUE) else {
+            throw .unsupportedSettings("\(fileType.rawValue) cannot hold \(sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
+        }
+        return info
+    }
+
     /// The libsndfile format code.
     var sndfileFormat: Int32 {
         let container = fileType == .wav ? SF_FORMAT_WAV : SF_FORMAT_FLAC
@@ -156,28 +192,13 @@ public final class Recorder: @unchecked Sendable {
         } catch { throw .audioUnit(error) }
         let rate = chosen.sampleRate ?? source.sampleRate
         let channels = chosen.channels ?? Int(source.channelsPerFrame)
-        guard rate.isFinite, rate >= 1, rate <= StreamFormat.maximumSampleRate, rate == rate.rounded() else {
-            throw .unsupportedSettings("sample rate \(rate) Hz: a whole number of Hz, 1…768000")
-        }
-        guard channels >= 1, channels <= Int(StreamFormat.maximumChannelCount) else {
-            throw .unsupportedSettings("\(channels) channels: 1…64")
-        }
-        guard chosen.frameLimit != 0 else {
-            throw .unsupportedSettings("a frame limit of 0: 1 frame or more, or nil to record until stop()")
-        }
+        var info = try chosen.checked(sampleRate: rate, channels: channels)
         let ratio = rate / source.sampleRate
         guard ratio >= 1.0 / 256, ratio <= 256 else {
             throw .unsupportedSettings("\(Int(rate)) Hz from an element at \(Int(source.sampleRate)) Hz: the rate ratio must be within 1/256…256")
         }
         chosen.sampleRate = rate
         chosen.channels = channels
-        var info = SF_INFO()
-        info.samplerate = Int32(rate)
-        info.channels = Int32(channels)
-        info.format = chosen.sndfileFormat
-        guard sf_format_check(&info) == Int32(SF_TRUE) else {
-            throw .unsupportedSettings("\(chosen.fileType.rawValue) cannot hold \(chosen.sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
-        }
         var before = stat()
         let existed = stat(path, &before) == 0
         guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
