@@ -62,7 +62,8 @@ let package = Package(
             path: "Sources/AudioGraphJACK"
         ),
         // What the command-line tools share: output and exit statuses, quit signals through a
-        // self-pipe, the poll main loop, option parsing and port routing.
+        // self-pipe, the poll main loop, option parsing, port routing and a recording file
+        // checked before JACK is joined.
         .target(
             name: "ToolSupport",
             dependencies: ["AudioGraph", "AudioGraphJACK"],

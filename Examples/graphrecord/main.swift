@@ -1,11 +1,9 @@
-// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM, showing the input level (the example of the TapsMetersRecording article, Sources/AudioGraph/AudioGraph.docc).
-//
-//   swift run graphrecord [--server NAME] [--name CLIENT] [--channels N] [--input PORT]...
-//                         [--format int16|int24|float32] [--rate HZ] FILE.wav|FILE.flac
+// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM or a --duration, showing every input channel's level (the example of the TapsMetersRecording article, Sources/AudioGraph/AudioGraph.docc).
 //
 // The chain is IO input → IO output (a monitor); a Recorder and a LevelMeter watch IO element 1
 // (the device input). Every write updates the file's header, so even `kill -9` leaves a
 // readable file; SIGINT/SIGTERM stop the recorder, which writes the rest and closes the file.
+// Options are checked, the file's included, before the client joins JACK (see `usage`).
 import AudioGraph
 import AudioGraphJACK
 import ToolSupport
@@ -13,43 +11,98 @@ import ToolSupport
 import Glibc
 #endif
 
+let usage = """
+usage: graphrecord [options] FILE
+
+Records JACK input to FILE (WAV or FLAC, by its extension) until SIGINT (Ctrl-C) or SIGTERM,
+or for --duration seconds, printing every input channel's level once a second.
+  in_1…in_N → IO unit → recorder and level meter on the device input
+
+options:
+  --name NAME         JACK client name (default: graphrecord)
+  --server NAME       JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
+  --channels N        input ports in_1…in_N and channels in the file, 1…64 (default: 2)
+  --input PORT        connect PORT to the next in_k (repeatable): an exact port name, or a
+                      pattern as jack_lsp takes (system:capture_.*) whose matches fill the next
+                      in_k in order; ports not connected record silence (connect them later
+                      with jack_connect or a patchbay; nothing is connected by itself)
+  --format F          int16, int24 or float32 (default: float32 for WAV, int24 for FLAC, which
+                      holds integers only)
+  --rate HZ           the file's sample rate, 1…768000, converted from the server's (default:
+                      the server's; within 1/256…256 times it)
+  --duration SECONDS  stop by itself once the file holds SECONDS × rate frames, exactly (the
+                      rate is --rate's, else the server's)
+  --help              show this help
+
+FILE: .wav or .wave (RIFF WAVE, RF64 past 4 GiB) or .flac, any case; an existing file is
+replaced. Its header is rewritten on every write, so even `kill -9` leaves a readable file.
+
+output: `recording graphrecord:in_1… to FILE (wav, float32, 48000 Hz)` at start; once a second
+`level (dBFS RMS/peak): in_1 -20.0/-6.5, in_2 -160.0/-160.0; 237568 frames written` (-160.0 is
+digital silence); at the end `recorded N frames to FILE (D dropped)`.
+
+exit status: 0 after SIGINT / SIGTERM or the --duration, with the file complete; 1 when JACK
+fails (no server, server gone, a port that does not exist) or a write fails (disk full: the
+file keeps what was written); 2 for bad options, refused before JACK is joined: an unknown
+option, a second FILE, a name JACK cannot take, a FILE that cannot be created (an extension
+other than .wav or .flac, a missing or read-only directory), a --format the type cannot hold,
+a bad --rate or --duration (a --rate too far from the server's is found once it is joined).
+"""
+
 let tool = Tool(name: "graphrecord")
-let usage = "usage: graphrecord [--server NAME] [--name CLIENT] [--channels N] [--input PORT]... [--format int16|int24|float32] [--rate HZ] FILE"
 
 /// One decimal place.
 func tenths(_ x: Float) -> String { String(Float(Int((x * 10).rounded())) / 10) }
 
-// Options: the client's (no autoconnect: only the --input ports are recorded), the file's.
+/// Frames in `seconds` at `rate`, or exits 2 when that is not one frame or more.
+func frames(in seconds: Double, at rate: Double) -> UInt64 {
+    let frames = (seconds * rate).rounded()
+    guard frames >= 1, frames < 1e15 else {
+        tool.fail("--duration \(seconds) is \(frames < 1 ? "less than one frame" : "too long") at \(Int(rate)) Hz", status: ExitStatus.usage)
+    }
+    return UInt64(frames)
+}
+
+// 1. Options, the file's included: every mistake is refused (status 2) before JACK is joined.
+// The client's options without autoconnect: only the --input ports are recorded.
 Tool.parkClosedStandardStreams()
 var client = ClientOptions()
 client.routing.autoconnect = false
 var sampleFormat: RecordingSettings.SampleFormat?
 var rate: Double?
+var duration: Double?
 var path: String?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
     if client.parse(argument, from: &arguments, accepted: [.name, .server, .channels, .inputs]) { continue }
     switch argument {
+    case "--help", "-h": tool.help(usage)
     case "--format": sampleFormat = arguments.sampleFormat(for: argument)
-    case "--rate":
-        guard let r = Double(arguments.value(for: argument)) else { tool.fail("--rate takes a number of Hz", status: ExitStatus.usage) }
-        rate = r
-    case "--help": tool.help(usage)
-    default:
-        guard path == nil, !argument.hasPrefix("--") else { arguments.unknown(argument) }
-        path = argument
+    case "--rate": rate = Double(arguments.integer(for: argument, in: 1...Int(StreamFormat.maximumSampleRate)))
+    case "--duration":
+        let text = arguments.value(for: argument)
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
+            tool.fail("--duration takes a number of seconds above 0, not '\(text)'", status: ExitStatus.usage)
+        }
+        duration = seconds
+    case let arg where arg.hasPrefix("-") && arg != "-": arguments.unknown(arg)
+    case let arg:
+        guard path == nil else { tool.fail("one file only ('\(path!)' and '\(arg)')", status: ExitStatus.usage) }
+        path = arg
     }
 }
-guard let path else { tool.fail("say which file to record to", status: ExitStatus.usage) }
-var settings: RecordingSettings
-do { settings = try RecordingSettings.forPath(path, sampleFormat: sampleFormat) } catch { tool.fail("\(error)") }
-settings.sampleRate = rate
+guard let path else { tool.fail("say which file to record to (see --help)", status: ExitStatus.usage) }
+if client.routing.inputs.count > client.channels {
+    tool.fail("\(client.routing.inputs.count) --input ports but only \(client.channels) channel\(client.channels == 1 ? "" : "s") (raise --channels)", status: ExitStatus.usage)
+}
+var settings = tool.recordingSettings(path: path, sampleFormat: sampleFormat, sampleRate: rate, channels: client.channels,
+                                      frameLimit: duration.flatMap { seconds in rate.map { frames(in: seconds, at: $0) } })
 
 // Signals only wake the main loop; it stops the recorder (never the handler). A second signal
 // does not cut the recording short: the recorder finishes writing.
 QuitSignals.install([SIGINT, SIGTERM], secondSignalExits: false)
 
-// The graph: the device input straight to the device output.
+// 2. The graph: the device input straight to the device output.
 let graph = AudioGraph()
 let io = IOUnit()
 let ioNode: AUNode
@@ -61,35 +114,67 @@ do {
     tool.fail("\(error)")
 }
 
-// The client (registers in_1…, out_1…), started (initializes the graph), then connected.
+// 3. The client (registers in_1…, out_1…); the server's rate sets the length of a --duration
+// without --rate. Then started (initializes the graph), connected, recording.
 let driver = tool.openDriver(graph: graph, options: client.driverOptions(defaultName: "graphrecord"))
+if let duration, rate == nil { settings.frameLimit = frames(in: duration, at: Double(driver.sampleRate)) }
 let meter: LevelMeter, recorder: Recorder
 do {
     try driver.start()
     _ = try client.routing.connect(driver)   // unconnected channels record silence, as asked
     meter = try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement)
-    recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.inputElement, path: path, settings: settings)
 } catch {
     driver.close()
     tool.fail("\(error)")
 }
-tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(settings.sampleFormat.rawValue), \(Int(recorder.settings.sampleRate!)) Hz)")
-
-// Until a signal: the level once a second.
-let loop = MainLoop(tool: tool, driver: driver)
-var wakes = 0
-loop.onWake = {
-    if wakes > 0 {
-        let average = (try? meter.averagePower(channel: 0)) ?? LevelMeter.silence
-        let peak = (try? meter.peakPower(channel: 0)) ?? LevelMeter.silence
-        tool.say("level: \(tenths(average)) dBFS RMS, \(tenths(peak)) dBFS peak; \(recorder.framesWritten) frames written")
+do throws(RecorderError) {
+    recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.inputElement, path: path, settings: settings)
+} catch {
+    driver.close()
+    // The file's settings against the server's rate, or a file that could not be created after all: bad options.
+    switch error {
+    case .unsupportedSettings, .cannotCreate: tool.fail("\(error)", status: ExitStatus.usage)
+    default: tool.fail("\(error)")
     }
-    wakes += 1
-    return 1000
+}
+let fileRate = Int(recorder.settings.sampleRate!)
+var length = ""
+if let duration, let limit = recorder.settings.frameLimit { length = " for \(duration) s (\(limit) frames)" }
+tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(settings.sampleFormat.rawValue), \(fileRate) Hz)\(length)")
+
+/// Every input channel's average and peak, and the frames in the file.
+func levelLine() -> String {
+    let channels = (0..<driver.inputPortNames.count).map { c in
+        let average = (try? meter.averagePower(channel: c)) ?? LevelMeter.silence
+        let peak = (try? meter.peakPower(channel: c)) ?? LevelMeter.silence
+        return "in_\(c + 1) \(tenths(average))/\(tenths(peak))"
+    }
+    return "level (dBFS RMS/peak): \(channels.joined(separator: ", ")); \(recorder.framesWritten) frames written"
+}
+
+/// Milliseconds on the monotonic clock.
+func now() -> Int64 {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000
+}
+
+// 4. Until a signal or the --duration: the level once a second. With a duration the loop also
+// looks 50 times a second whether the file is complete (the recorder itself stops at the limit).
+let loop = MainLoop(tool: tool, driver: driver)
+var nextLevel = now() + 1000
+loop.isDone = { recorder.isComplete }
+loop.onWake = {
+    if now() >= nextLevel {
+        tool.say(levelLine())
+        nextLevel += 1000
+    }
+    let untilLevel = Int32(max(0, nextLevel - now()))
+    return duration == nil ? untilLevel : min(untilLevel, 20)
 }
 var status = loop.run()
 
-// The recorder writes the rest and closes the file; then the client closes.
+// 5. The recorder writes the rest and closes the file; then the client closes.
 do throws(RecorderError) {
     try recorder.stop()
     tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)")

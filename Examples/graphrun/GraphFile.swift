@@ -31,15 +31,19 @@ struct ParameterTable {
     let sampleRate: Double?
     /// Half the rate the bounds were read at: a hertz bound equal to it is "half the server's rate".
     let halfRate: Float
+    /// Where `sampleRate` came from when it is not the server's: "checked at 48000 Hz, the
+    /// default" (`--check`); nil for the server's.
+    let rateNote: String?
 
     /// The parameters of `unit` as it is now.
-    init(of unit: AudioUnit, sampleRate: Double? = nil) {
+    init(of unit: AudioUnit, sampleRate: Double? = nil, rateNote: String? = nil) {
         func byName(_ list: [AudioUnitParameterInfo]) -> [String: AudioUnitParameterInfo] {
             Dictionary(list.map { (ParameterTable.fileName(of: $0), $0) }, uniquingKeysWith: { first, _ in first })
         }
         node = byName(unit.parameterList(scope: .global) + unit.parameterList(scope: .output))
         input = byName(unit.parameterList(scope: .input))
         self.sampleRate = sampleRate
+        self.rateNote = rateNote
         halfRate = Float((try? unit.streamFormat(scope: .output, element: 0))?.sampleRate ?? 0) / 2
     }
 
@@ -47,12 +51,12 @@ struct ParameterTable {
     /// rate (the low-pass cutoff's top, half the rate) are the real ones. When the rate is not
     /// known yet (`--check`, or before the client opens), they are read at the highest rate a
     /// stream format allows: the loosest bound any server could have.
-    init(_ type: NodeType, sampleRate: Double?) {
+    init(_ type: NodeType, sampleRate: Double?, rateNote: String? = nil) {
         let unit = type.makeUnit()
         if let format = try? StreamFormat.float32(sampleRate: sampleRate ?? StreamFormat.maximumSampleRate, channels: 2) {
             try? unit.setStreamFormat(format, scope: .output, element: 0)
         }
-        self.init(of: unit, sampleRate: sampleRate)
+        self.init(of: unit, sampleRate: sampleRate, rateNote: rateNote)
     }
 
     /// Short names files have always used instead of a unit's own.
@@ -71,7 +75,10 @@ struct ParameterTable {
         guard info.clampsToRange else { return value < info.minValue ? "\(value) is below \(info.minValue)" : nil }
         if (info.minValue...info.maxValue).contains(value) { return nil }
         guard info.unit == .hertz, info.maxValue == halfRate else { return "\(value) is outside \(info.minValue)…\(info.maxValue)" }
-        if let sampleRate, value > info.maxValue { return "\(value) Hz is above half the server's rate (\(Int(sampleRate / 2)) Hz)" }
+        if let sampleRate, value > info.maxValue {
+            guard let rateNote else { return "\(value) Hz is above half the server's rate (\(Int(sampleRate / 2)) Hz)" }
+            return "\(value) Hz is above half the sample rate (\(Int(sampleRate / 2)) Hz; \(rateNote))"
+        }
         return "\(value) Hz is outside \(Int(info.minValue)) Hz…half the server's sample rate"
     }
 }
@@ -128,14 +135,17 @@ struct GraphSpec: Equatable {
     }
 }
 
-/// Why a graph file was refused: the file, the line, the field (a path such as
-/// `nodes[1].parameters.cutoff`) and what is wrong.
+/// Why a graph file was refused: the file, the line (and for JSON syntax the column), the
+/// field (a path such as `nodes[1].parameters.cutoff`) and what is wrong.
 struct GraphFileError: Error, CustomStringConvertible {
     var file: String
     var line: Int
+    var column: Int? = nil
     var field: String
     var message: String
-    var description: String { "\(file):\(line): \(field.isEmpty ? "" : field + ": ")\(message)" }
+    var description: String {
+        "\(file):\(line):\(column.map { "\($0):" } ?? "") \(field.isEmpty ? "" : field + ": ")\(message)"
+    }
 }
 
 /// Reads and checks a graph file.
@@ -148,11 +158,12 @@ struct GraphFileReader {
 
     /// A reader of `text`, the contents of `file`, for a server running at `sampleRate` (nil:
     /// not known yet; parameter bounds that follow the rate are then checked only loosely).
-    init(file: String, text: String, sampleRate: Double? = nil) {
+    /// `rateNote` says where a rate that is not the server's came from (`--check`), for errors.
+    init(file: String, text: String, sampleRate: Double? = nil, rateNote: String? = nil) {
         self.file = file
         self.text = text
         locator = JSONLineLocator(text)
-        tables = Dictionary(uniqueKeysWithValues: NodeType.allCases.map { ($0, ParameterTable($0, sampleRate: sampleRate)) })
+        tables = Dictionary(uniqueKeysWithValues: NodeType.allCases.map { ($0, ParameterTable($0, sampleRate: sampleRate, rateNote: rateNote)) })
     }
 
     func error(_ path: [JSONPathStep], _ message: String) -> GraphFileError {
@@ -166,14 +177,17 @@ struct GraphFileReader {
         do {
             root = try JSONSerialization.jsonObject(with: Data(text.utf8))
         } catch {
-            // Foundation says "… around character N." (an offset into the text): turn it into a line.
+            // Foundation says "… around character N." (a 0-based byte offset into the text): turn it
+            // into a line and column. Without one ("Unexpected end of file") the parser ran out of
+            // text: the position just after the last character that is not white space.
             let detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
-            var line = locator.lineAt(locator.bytes.count)
-            if let range = detail.range(of: "character "),
-               let offset = Int(detail[range.upperBound...].prefix { $0.isNumber }) {
-                line = locator.lineAt(offset)
+            var offset = locator.endOfContent
+            if let range = detail.range(of: "around character "),
+               let at = Int(detail[range.upperBound...].prefix { $0.isNumber }) {
+                offset = at
             }
-            throw GraphFileError(file: file, line: line, field: "", message: "not valid JSON: \(detail)")
+            let (line, column) = locator.position(at: offset)
+            throw GraphFileError(file: file, line: line, column: column, field: "", message: "not valid JSON: \(detail)")
         }
         guard let object = root as? [String: Any] else { throw error([], "the file must hold one JSON object") }
         try checkKeys(object, [], allowed: ["name", "channels", "nodes", "connections", "comment"])

@@ -68,6 +68,21 @@ struct JSONLineLocator {
         1 + bytes[..<min(offset, bytes.count)].reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
     }
 
+    /// The 1-based line and column (in characters) of a byte offset.
+    func position(at offset: Int) -> (line: Int, column: Int) {
+        let end = min(max(offset, 0), bytes.count)
+        let lineStart = bytes[..<end].lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+        return (lineAt(end), String(decoding: bytes[lineStart..<end], as: UTF8.self).count + 1)
+    }
+
+    /// The offset just after the last byte that is not white space: where a parser that ran out
+    /// of text stopped, as a reader sees it (not on the empty line after a final newline).
+    var endOfContent: Int {
+        var end = bytes.count
+        while end > 0, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[end - 1]) { end -= 1 }
+        return end
+    }
+
     private func skipSpace(_ i: inout Int) {
         while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
     }

@@ -22,21 +22,38 @@ final class LiveGraph {
         try io.setInputEnabled(true)
     }
 
+    /// The graph's dump with the file's node ids (`lp: lowPassFilter`, `← gate:0`) instead of
+    /// node numbers, as the user knows the nodes.
+    var description: String {
+        var names = [ioNode: "io"]
+        for (id, entry) in units { names[entry.node] = id }
+        return graph.description(nodeNames: names)
+    }
+
     /// What an apply did, for the log line.
     struct Changes {
         var added: [String] = [], removed: [String] = [], replaced: [String] = []
-        var parameters = 0
+        /// Each parameter set on a unit that stayed, as `node.parameter old → new`
+        /// (`mixer.inputParameters[0].pan 0 → -0.5`), in the file's order.
+        var parameters: [String] = []
         var connectionsChanged = false
-        var isEmpty: Bool { added.isEmpty && removed.isEmpty && replaced.isEmpty && parameters == 0 && !connectionsChanged }
+        var isEmpty: Bool { added.isEmpty && removed.isEmpty && replaced.isEmpty && parameters.isEmpty && !connectionsChanged }
         var description: String {
             var parts: [String] = []
             if !added.isEmpty { parts.append("added \(added.joined(separator: ", "))") }
             if !removed.isEmpty { parts.append("removed \(removed.joined(separator: ", "))") }
             if !replaced.isEmpty { parts.append("replaced \(replaced.joined(separator: ", ")) (new shape)") }
-            if parameters > 0 { parts.append("\(parameters) parameter(s) changed") }
+            if !parameters.isEmpty {
+                parts.append("\(parameters.count) parameter\(parameters.count == 1 ? "" : "s") changed (\(parameters.joined(separator: ", ")))")
+            }
             if connectionsChanged { parts.append("connections changed") }
             return parts.isEmpty ? "no change" : parts.joined(separator: "; ")
         }
+    }
+
+    /// A parameter value as a file would write it: 1000, 0.5, -3.
+    static func number(_ value: Float) -> String {
+        value == value.rounded() && abs(value) < 1e9 ? String(Int(value)) : "\(value)"
     }
 
     /// Makes the graph follow `new`: the first call builds it (uninitialized; the driver
@@ -125,8 +142,8 @@ final class LiveGraph {
         for (id, entry) in added { units[id] = entry }
 
         // 5. Parameters of units that stayed: set directly, the render thread picks them up.
-        for (id, node) in kept {
-            guard let old = oldNodes[id], let unit = units[id]?.unit else { continue }
+        for node in new.nodes where kept[node.id] != nil {
+            guard let old = oldNodes[node.id], let unit = units[node.id]?.unit else { continue }
             changes.parameters += setParameters(of: unit, node, previous: old)
         }
         spec = new
@@ -143,30 +160,37 @@ final class LiveGraph {
         return unit
     }
 
-    /// Sets the parameters that differ from `previous` (all of them when nil); returns how many.
+    /// Sets the parameters that differ from `previous` (all of them when nil); returns each one
+    /// set, as `node.parameter old → new` (a value not in the file is the unit's default).
     /// Names, scopes and defaults are the unit's own (``ParameterTable``).
-    private func setParameters(of unit: AudioUnit, _ node: NodeSpec, previous: NodeSpec?) -> Int {
+    private func setParameters(of unit: AudioUnit, _ node: NodeSpec, previous: NodeSpec?) -> [String] {
         let table = ParameterTable(of: unit)
-        var count = 0
-        for (name, value) in node.parameters where previous?.parameters[name] != value {
-            guard let info = table.node[name] else { continue }
-            if (try? unit.setParameter(info.id, value, scope: info.scope, element: 0)) != nil { count += 1 }
+        var changed: [String] = []
+        func change(_ field: String, _ old: Float, _ new: Float) -> String {
+            "\(node.id).\(field) \(LiveGraph.number(old)) → \(LiveGraph.number(new))"
         }
-        // A parameter taken out of the file goes back to its default.
-        for (name, _) in previous?.parameters ?? [:] where node.parameters[name] == nil {
+        // Named in the file now or before: a parameter taken out of the file goes back to its default.
+        for name in Set(node.parameters.keys).union(previous.map { Array($0.parameters.keys) } ?? []).sorted() {
             guard let info = table.node[name] else { continue }
-            if (try? unit.setParameter(info.id, info.defaultValue, scope: info.scope, element: 0)) != nil { count += 1 }
+            let value = node.parameters[name] ?? info.defaultValue
+            let old = previous.map { $0.parameters[name] ?? info.defaultValue }
+            if old == value || (old == nil && node.parameters[name] == nil) { continue }
+            if (try? unit.setParameter(info.id, value, scope: info.scope, element: 0)) != nil {
+                changed.append(change(name, old ?? info.defaultValue, value))
+            }
         }
         for element in 0..<node.inputs {
             let now = element < node.inputParameters.count ? node.inputParameters[element] : [:]
             let before = previous.map { element < $0.inputParameters.count ? $0.inputParameters[element] : [:] }
-            for (name, info) in table.input {
+            for (name, info) in table.input.sorted(by: { $0.key < $1.key }) {
                 let value = now[name] ?? info.defaultValue
                 let old = before.map { $0[name] ?? info.defaultValue }
                 if old == value || (old == nil && now[name] == nil) { continue }
-                if (try? unit.setParameter(info.id, value, scope: .input, element: AudioUnitElement(element))) != nil { count += 1 }
+                if (try? unit.setParameter(info.id, value, scope: .input, element: AudioUnitElement(element))) != nil {
+                    changed.append(change("inputParameters[\(element)].\(name)", old ?? info.defaultValue, value))
+                }
             }
         }
-        return count
+        return changed
     }
 }

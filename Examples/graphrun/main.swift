@@ -21,7 +21,10 @@ options:
   --no-autoconnect    do not connect to the physical capture/playback ports
   --input PORT        connect PORT (a name or a pattern such as system:capture_.*) to the next in_k
   --output PORT       connect the next out_k to PORT (name or pattern)
-  --check             check FILE and exit (0 when valid, 2 with the error otherwise); no JACK
+  --check             check FILE and exit (0 when valid, 2 with the error otherwise); no JACK.
+                      Bounds that follow the sample rate (a low-pass cutoff's top, half the
+                      rate) are checked at --rate's, else at 48000 Hz; the answer says which
+  --rate HZ           with --check: the server's sample rate to check at, 1000…768000
   --help              show this help
 
 control (standard input, one per line): reload | dump | quit      (end of input keeps running)
@@ -44,17 +47,19 @@ file format (see Examples/graphthru.json):
 
 let tool = Tool(name: "graphrun")
 
-// Options: the client's (no --channels: the file says how many), the file, --check.
+// Options: the client's (no --channels: the file says how many), the file, --check [--rate].
 Tool.parkClosedStandardStreams()
 var client = ClientOptions()
 var filePath: String?
 var checkOnly = false
+var checkRate: Int?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
     if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect]) { continue }
     switch argument {
     case "--help", "-h": tool.help(usage)
     case "--check": checkOnly = true
+    case "--rate": checkRate = arguments.integer(for: argument, in: 1000...Int(StreamFormat.maximumSampleRate))
     case let arg where arg.hasPrefix("-"): arguments.unknown(arg)
     case let arg:
         guard filePath == nil else { tool.fail("one graph file only ('\(filePath!)' and '\(arg)')", status: ExitStatus.usage) }
@@ -62,16 +67,24 @@ while let argument = arguments.next() {
     }
 }
 guard let filePath else { tool.fail("no graph file given (see --help)", status: ExitStatus.usage) }
+if checkRate != nil && !checkOnly { tool.fail("--rate is for --check (a run uses the server's rate)", status: ExitStatus.usage) }
 
 // The file, checked before anything runs: its channel count sizes the client.
-guard let file = FollowedFile(path: filePath) else { tool.fail("cannot read '\(filePath)'", status: ExitStatus.usage) }
+let file: FollowedFile
+do { file = try FollowedFile(path: filePath) } catch { tool.fail("\(error)", status: ExitStatus.usage) }
+if checkOnly {
+    // At a rate, as a run is: the rate given, else the usual 48000 Hz, and the answer says which.
+    let rate = checkRate ?? 48_000
+    let note = checkRate == nil ? "the default; --rate HZ checks at another" : "--rate"
+    let reader = GraphFileReader(file: filePath, text: file.text, sampleRate: Double(rate), rateNote: "checked at \(rate) Hz, \(note)")
+    let spec: GraphSpec
+    do { spec = try reader.read() } catch { tool.fail("\(error)", status: ExitStatus.usage) }
+    tool.say("graphrun: \(filePath) is valid at \(rate) Hz (\(note)): \(spec.nodes.count) node(s), \(spec.connections.count) connection(s), \(spec.channels) channel(s)")
+    exit(ExitStatus.success)
+}
 let firstReader = GraphFileReader(file: filePath, text: file.text)
 let firstSpec: GraphSpec
 do { firstSpec = try firstReader.read() } catch { tool.fail("\(error)", status: ExitStatus.usage) }
-if checkOnly {
-    tool.say("graphrun: \(filePath) is valid: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s), \(firstSpec.channels) channel(s)")
-    exit(ExitStatus.success)
-}
 
 QuitSignals.install([SIGINT, SIGTERM, SIGHUP])
 
@@ -105,7 +118,7 @@ tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server
         driver.recomputeLatency()  // a reshaped node may add or remove a resampling conversion
         tool.say("graphrun: reloaded \(filePath): \(changes.description)")
     } catch {
-        tool.complain("\(error); still running the previous version:\n" + live.graph.description)
+        tool.complain("\(error); still running the previous version:\n" + live.description)
     }
 }
 
@@ -115,7 +128,7 @@ tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server
     switch command {
     case "": break
     case "reload": reload(force: true)
-    case "dump": tool.say(live.graph.description)
+    case "dump": tool.say(live.description)
     case "quit", "q", "exit": return false
     default: tool.complain("unknown command '\(command)' (reload, dump, quit)")
     }

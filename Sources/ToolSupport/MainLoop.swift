@@ -6,7 +6,7 @@ import Glibc
 
 /// A tool's main loop, on the main thread while JACK's threads pull the graph.
 ///
-/// Each time round it checks, in order: a quit signal (``QuitSignals``) → returns 0; the server
+/// Each time round it checks, in order: a quit signal (``QuitSignals``) or ``isDone`` → returns 0; the server
 /// shut down or dropped the client → says so and returns 1; the server's sample rate changed
 /// (the driver's callback only records it) → `JACKDriver.followSampleRate()` here, then
 /// ``onSampleRateFollowed``, or says why it could not and returns 1. Then it calls ``onWake``
@@ -40,6 +40,9 @@ public final class MainLoop {
     /// Called each time round before the loop sleeps (the first time before the first sleep):
     /// the tool's periodic work. Returns the longest sleep, in milliseconds (≥ 0). Default 1000.
     public var onWake: () -> Int32 = { 1000 }
+    /// Checked each time round after the quit signals: true ends the loop with status 0, as a
+    /// quit does (graphrecord: the --duration is recorded). Default: never.
+    public var isDone: () -> Bool = { false }
     /// Whether standard input is read this time round (graphthru: not while its terminal
     /// belongs to another process group). Default: always.
     public var readsInputNow: () -> Bool = { true }
@@ -68,7 +71,7 @@ public final class MainLoop {
     /// - Thread: the main thread.
     public func run() -> Int32 {
         while true {
-            if QuitSignals.received != 0 { return ExitStatus.success }
+            if QuitSignals.received != 0 || isDone() { return ExitStatus.success }
             if driver.isShutDown {
                 let reason = driver.shutdownReason
                 tool.complain("the JACK server shut down\(reason.isEmpty ? "" : " (\(reason))"); exiting")

@@ -45,7 +45,7 @@ extension JACKIntegration {
             // A parameter: the mixer's output volume to 0.5 — every sample exactly halved.
             try chain.replacingOccurrences(of: "\"parameters\": { \"volume\": 1 }", with: "\"parameters\": { \"volume\": 0.5 }")
                 .write(toFile: path, atomically: false, encoding: .utf8)
-            #expect(tool.waitFor("reloaded \(path): 1 parameter(s) changed"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            #expect(tool.waitFor("reloaded \(path): 1 parameter changed (mixer.volume 1 → 0.5)"), "the change is named: \(tool.stdout) stderr: \(tool.stderr)")
             usleep(100_000)
             #expect(exactDelay(of: speech.map { $0 * 0.5 }, in: probe.run()) != nil, "volume 0.5 applied live")
 
@@ -53,7 +53,7 @@ extension JACKIntegration {
             var edited = chain.replacingOccurrences(of: "\"nodes\": [", with: "\"nodes\": [\n    { \"id\": \"lp\", \"type\": \"lowpass\", \"parameters\": { \"cutoff\": 1000 } },")
             edited = edited.replacingOccurrences(of: "{ \"from\": \"io\", \"to\": \"gate\" }", with: "{ \"from\": \"io\", \"to\": \"lp\" }, { \"from\": \"lp\", \"to\": \"gate\" }")
             try edited.write(toFile: path, atomically: false, encoding: .utf8)
-            #expect(tool.waitFor("reloaded \(path): added lp"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            #expect(tool.waitFor("reloaded \(path): added lp; 1 parameter changed (mixer.volume 0.5 → 1); connections changed"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
             usleep(100_000)
             let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 8000 * Double($0) / 48_000)) }
             let toneProbe = ProbeClient(server: server, name: "probe-gr-tone", play: tone, captureFrames: tone.count + 8192)
@@ -69,12 +69,26 @@ extension JACKIntegration {
             let badLine = 1 + (bad.components(separatedBy: "\n").firstIndex { $0.contains("\"cutoff\": 90000") } ?? -1)
             #expect(tool.waitForError("\(path):\(badLine): nodes[0].parameters.cutoff: 90000.0 Hz is above half the server's rate (24000 Hz); still running the previous version"), "stderr: \(tool.stderr)")
             #expect(tool.waitForError("AudioGraph: "), "the report shows the graph that keeps running: \(tool.stderr)")
+            // …calling its nodes by the file's ids, as the user knows them, not by node numbers.
+            #expect(tool.waitForError("    out 0: 48000 Hz, 2 ch, Float32, non-interleaved\n  mixer: multichannelMixer"), "\(tool.stderr)")
+            let report = tool.stderr
+            for line in ["  io: io\n", "  lp: lowPassFilter\n", "  gate: muteGate\n", "← io:1", "← lp:0", "← gate:0", "← mixer:0"] {
+                #expect(report.contains(line), "\(line) in the report: \(report)")
+            }
+            #expect(!report.contains("node "), "no node numbers: \(report)")
             #expect(tool.process.isRunning)
             // Back to the shipped chain: low-pass removed, volume 1 — bit-exact again.
             try chain.write(toFile: path, atomically: false, encoding: .utf8)
             #expect(tool.waitFor("removed lp"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
             usleep(100_000)
             #expect(exactDelay(of: speech, in: probe.run()) != nil, "bit-exact after the live edits are undone")
+            #expect(tool.stdout.contains("reloaded \(path): removed lp; connections changed"), "\(tool.stdout)")
+            tool.send("dump")
+            #expect(tool.waitFor("  gate: muteGate\n"), "dump uses the file's ids too: \(tool.stdout)")
+
+            // The file gone: the reason, once; the graph keeps running.
+            try FileManager.default.removeItem(atPath: path)
+            #expect(tool.waitForError("cannot read '\(path)' now (No such file or directory); still running the previous version"), "\(tool.stderr)")
 
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
@@ -82,7 +96,11 @@ extension JACKIntegration {
 
         /// Files with one mistake each: the expected `line: field: message` start.
         static let badFiles: [(String, String)] = [
-            ("{\n  \"channels\": 2,\n  \"nodes\": [,\n  ]\n}\n", ":3: not valid JSON"),
+            ("{\n  \"channels\": 2,\n  \"nodes\": [,\n  ]\n}\n", ":3:13: not valid JSON"),
+            // One line: the line is 1, not the empty one after the final newline, and the column is
+            // where the parser stopped (at the comma; just after the last character when it ran out).
+            ("{ \"nodes\": [,], \"connections\": [] }\n", ":1:13: not valid JSON: Invalid value"),
+            ("{ \"nodes\": [ { \"id\": \"lp\" }\n\n", ":1:28: not valid JSON: Unexpected end of file"),
             ("{\n  \"nodes\": [\n    { \"id\": \"lp\", \"type\": \"lowpass\",\n      \"parameters\": { \"cutof\": 1000 } }\n  ],\n  \"connections\": []\n}\n",
              ":4: nodes[0].parameters.cutof: a lowpass has no parameter 'cutof'"),
             ("{\n  \"nodes\": [],\n  \"connections\": [\n    { \"from\": \"io\", \"to\": \"io\" },\n    { \"from\": \"io\", \"to\": \"mixer\" }\n  ]\n}\n",
@@ -92,6 +110,45 @@ extension JACKIntegration {
             ("{\n  \"nodes\": [\n    { \"id\": \"a\", \"type\": \"lowpass\" },\n    { \"id\": \"b\", \"type\": \"lowpass\" }\n  ],\n  \"connections\": [\n    { \"from\": \"a\", \"to\": \"b\" },\n    { \"from\": \"b\", \"to\": \"a\" }\n  ]\n}\n",
              ":8: connections[1]: b → a closes a cycle"),
         ]
+
+        /// A file that cannot be read is refused with the system's reason.
+        @Test func anUnreadableFileIsRefusedWithTheReason() throws {
+            let missing = "/tmp/ag-gr-missing-\(getpid()).json"
+            let tool = try ToolProcess("graphrun", [missing, "--check"], server: server)
+            #expect(tool.waitForExit() == 2)
+            #expect(tool.stderr == "graphrun: cannot read '\(missing)': No such file or directory\n", "\(tool.stderr)")
+            let folder = try ToolProcess("graphrun", ["/tmp", "--name", "gr-dir", "--no-autoconnect"], server: server)
+            #expect(folder.waitForExit() == 2)
+            #expect(folder.stderr == "graphrun: cannot read '/tmp': Is a directory\n", "\(folder.stderr)")
+        }
+
+        /// --check checks the bounds that follow the rate at --rate's, else at 48000 Hz, and says
+        /// which: a cutoff of 30000 Hz is refused at 48000 Hz as the run on the 48 kHz server
+        /// refuses it, and accepted at 96000 Hz.
+        @Test func checkUsesTheRateGivenOrTheDefaultAndSaysWhich() throws {
+            let text = "{\n  \"nodes\": [\n    { \"id\": \"lp\", \"type\": \"lowpass\", \"parameters\": { \"cutoff\": 30000 } }\n  ],\n"
+                + "  \"connections\": [ { \"from\": \"io\", \"to\": \"lp\" }, { \"from\": \"lp\", \"to\": \"io\" } ]\n}\n"
+            let path = try temporaryFile(text)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let check = try ToolProcess("graphrun", [path, "--check"], server: server)
+            #expect(check.waitForExit() == 2)
+            #expect(check.stderr == "graphrun: \(path):3: nodes[0].parameters.cutoff: 30000.0 Hz is above half the sample rate (24000 Hz; checked at 48000 Hz, the default; --rate HZ checks at another)\n", "\(check.stderr)")
+            let run = try ToolProcess("graphrun", [path, "--name", "gr-check-run", "--no-autoconnect"], server: server)
+            #expect(run.waitForExit() == 2, "the run refuses it too")
+            #expect(run.stderr.contains("\(path):3: nodes[0].parameters.cutoff: 30000.0 Hz is above half the server's rate (24000 Hz)"), "\(run.stderr)")
+
+            let at96k = try ToolProcess("graphrun", [path, "--check", "--rate", "96000"], server: server)
+            #expect(at96k.waitForExit() == 0, "\(at96k.stderr)")
+            #expect(at96k.stdout == "graphrun: \(path) is valid at 96000 Hz (--rate): 1 node(s), 2 connection(s), 2 channel(s)\n", "\(at96k.stdout)")
+            let shipped = try temporaryFile(Self.shippedChain)
+            defer { try? FileManager.default.removeItem(atPath: shipped) }
+            let valid = try ToolProcess("graphrun", [shipped, "--check"], server: server)
+            #expect(valid.waitForExit() == 0)
+            #expect(valid.stdout.contains("is valid at 48000 Hz (the default; --rate HZ checks at another)"), "\(valid.stdout)")
+            let rateAlone = try ToolProcess("graphrun", [shipped, "--rate", "96000"], server: server)
+            #expect(rateAlone.waitForExit() == 2)
+            #expect(rateAlone.stderr == "graphrun: --rate is for --check (a run uses the server's rate)\n", "\(rateAlone.stderr)")
+        }
 
         @Test(arguments: 0..<GraphrunTests.badFiles.count)
         func badFilesAreRefusedWithLineAndField(_ index: Int) throws {

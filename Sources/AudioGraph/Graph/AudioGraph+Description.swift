@@ -12,7 +12,15 @@ extension AudioGraph {
     /// edits, conversion latency, render notifications), then every node with its unit type and
     /// each element's format, what feeds each input (a node's output, a render callback, or
     /// nothing) and where an input is converted. Thread: control thread.
-    public var description: String {
+    public var description: String { description(nodeNames: [:]) }
+
+    /// The dump of ``description``, with nodes called by the names an application knows them
+    /// by (a graph file's ids, say) instead of their numbers: `lp: lowPassFilter`,
+    /// `in 0: … ← gate:0`. Nodes without a name keep their number (`node 3`).
+    /// - Parameter nodeNames: a name for each node to call by name.
+    /// - Thread: control thread.
+    public func description(nodeNames: [AUNode: String]) -> String {
+        func name(_ node: AUNode) -> String { nodeNames[node] ?? node.description }
         var state = "\(isInitialized ? "initialized" : "uninitialized"), \(isRunning ? "running" : "stopped")"
         if hasPendingEdits { state += ", edits pending" }
         if renderLatency > 0 { state += ", conversion latency \(milliseconds(renderLatency)) ms" }
@@ -20,7 +28,7 @@ extension AudioGraph {
         var lines = ["AudioGraph: \(nodeCount) node(s), \(state)"]
         for node in nodes {
             guard let unit = try? nodeInfo(node) else { continue }
-            var header = "  \(node): \(unit.type.rawValue)"
+            var header = "  \(name(node)): \(unit.type.rawValue)"
             if unit.conversionLatency > 0 { header += " (input conversion adds \(milliseconds(unit.conversionLatency)) ms)" }
             lines.append(header)
             let processing = unit.outputFormats.first
@@ -32,7 +40,7 @@ extension AudioGraph {
                     source = "(device side)"
                 } else {
                     switch pending.inputs[key] {
-                    case .connection(let n, let e)?: source = "← \(n):\(e)"
+                    case .connection(let n, let e)?: source = "← \(name(n)):\(e)"
                     case .callback?: source = "← render callback"
                     case nil: source = "(unconnected)"
                     }

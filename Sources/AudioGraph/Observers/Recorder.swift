@@ -33,17 +33,24 @@ public struct RecordingSettings: Sendable, Equatable {
     public var sampleRate: Double?
     /// Channels in the file, 1…64; nil records the element's channel count.
     public var channels: Int?
+    /// The most frames the file holds, at the file's rate (1 or more); nil records until
+    /// ``Recorder/stop()``. Once the file holds this many, later frames are neither written nor
+    /// counted as dropped, and ``Recorder/isComplete`` is true: a recording of exactly this length.
+    public var frameLimit: UInt64?
 
     /// - Parameters:
     ///   - fileType: WAV or FLAC.
     ///   - sampleFormat: default 32-bit float (WAV) — pass `.int16`/`.int24` for FLAC.
     ///   - sampleRate: Hz, or nil for the graph's rate.
     ///   - channels: 1…64, or nil for the element's channel count.
-    public init(fileType: FileType = .wav, sampleFormat: SampleFormat = .float32, sampleRate: Double? = nil, channels: Int? = nil) {
+    ///   - frameLimit: frames to record at most (1…), or nil for no limit.
+    public init(fileType: FileType = .wav, sampleFormat: SampleFormat = .float32, sampleRate: Double? = nil, channels: Int? = nil,
+                frameLimit: UInt64? = nil) {
         self.fileType = fileType
         self.sampleFormat = sampleFormat
         self.sampleRate = sampleRate
         self.channels = channels
+        self.frameLimit = frameLimit
     }
 
     /// Settings for a path: the container from its extension (`.wav`, `.wave`, `.flac`, any
@@ -56,6 +63,42 @@ public struct RecordingSettings: Sendable, Equatable {
         case "flac": return RecordingSettings(fileType: .flac, sampleFormat: sampleFormat ?? .int24)
         default: throw .unsupportedSettings("cannot tell the file type from \"\(path)\": use .wav or .flac")
         }
+    }
+
+    /// Checks that a file of these settings can be written at `sampleRate` with `channels`
+    /// channels, without creating anything: a tool can refuse bad options before it starts.
+    /// ``Recorder/init(graph:node:element:path:settings:)`` runs the same check (with the
+    /// node's rate and channels where these settings leave them nil), and the rate ratio.
+    /// - Parameters:
+    ///   - sampleRate: the file's rate, Hz (``sampleRate``, or the graph's when that is nil).
+    ///   - channels: the file's channels (``channels``, or the element's when that is nil).
+    /// - Throws: ``RecorderError/unsupportedSettings(_:)``: a rate that is not a whole number of
+    ///   Hz within 1…768000, channels outside 1…64, a frame limit of 0, or a container that
+    ///   cannot hold the sample format (FLAC and float32).
+    /// - Thread: any.
+    public func check(sampleRate: Double, channels: Int) throws(RecorderError) {
+        _ = try checked(sampleRate: sampleRate, channels: channels)
+    }
+
+    /// ``check(sampleRate:channels:)``, returning libsndfile's description of the file.
+    func checked(sampleRate rate: Double, channels: Int) throws(RecorderError) -> SF_INFO {
+        guard rate.isFinite, rate >= 1, rate <= StreamFormat.maximumSampleRate, rate == rate.rounded() else {
+            throw .unsupportedSettings("sample rate \(rate) Hz: a whole number of Hz, 1…768000")
+        }
+        guard channels >= 1, channels <= Int(StreamFormat.maximumChannelCount) else {
+            throw .unsupportedSettings("\(channels) channels: 1…64")
+        }
+        guard frameLimit != 0 else {
+            throw .unsupportedSettings("a frame limit of 0: 1 frame or more, or nil to record until stop()")
+        }
+        var info = SF_INFO()
+        info.samplerate = Int32(rate)
+        info.channels = Int32(channels)
+        info.format = sndfileFormat
+        guard sf_format_check(&info) == Int32(SF_TRUE) else {
+            throw .unsupportedSettings("\(fileType.rawValue) cannot hold \(sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
+        }
+        return info
     }
 
     /// The libsndfile format code.
@@ -149,25 +192,13 @@ public final class Recorder: @unchecked Sendable {
         } catch { throw .audioUnit(error) }
         let rate = chosen.sampleRate ?? source.sampleRate
         let channels = chosen.channels ?? Int(source.channelsPerFrame)
-        guard rate.isFinite, rate >= 1, rate <= StreamFormat.maximumSampleRate, rate == rate.rounded() else {
-            throw .unsupportedSettings("sample rate \(rate) Hz: a whole number of Hz, 1…768000")
-        }
-        guard channels >= 1, channels <= Int(StreamFormat.maximumChannelCount) else {
-            throw .unsupportedSettings("\(channels) channels: 1…64")
-        }
+        var info = try chosen.checked(sampleRate: rate, channels: channels)
         let ratio = rate / source.sampleRate
         guard ratio >= 1.0 / 256, ratio <= 256 else {
             throw .unsupportedSettings("\(Int(rate)) Hz from an element at \(Int(source.sampleRate)) Hz: the rate ratio must be within 1/256…256")
         }
         chosen.sampleRate = rate
         chosen.channels = channels
-        var info = SF_INFO()
-        info.samplerate = Int32(rate)
-        info.channels = Int32(channels)
-        info.format = chosen.sndfileFormat
-        guard sf_format_check(&info) == Int32(SF_TRUE) else {
-            throw .unsupportedSettings("\(chosen.fileType.rawValue) cannot hold \(chosen.sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
-        }
         var before = stat()
         let existed = stat(path, &before) == 0
         guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
@@ -190,7 +221,8 @@ public final class Recorder: @unchecked Sendable {
         self.node = node
         self.element = element
         self.graph = graph
-        writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: chosen.sampleFormat)
+        writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: chosen.sampleFormat,
+                                 frameLimit: chosen.frameLimit ?? .max)
         let format = try! StreamFormat.float32(sampleRate: rate, channels: UInt32(channels), interleaved: true)
         let writer = self.writer
         do throws(AudioUnitError) {
@@ -206,6 +238,11 @@ public final class Recorder: @unchecked Sendable {
 
     /// Frames in the file so far. Thread: any.
     public var framesWritten: UInt64 { writer.written.load(ordering: .relaxed) }
+
+    /// Whether the file holds ``RecordingSettings/frameLimit`` frames, all there is to record
+    /// (always false without a limit). The file is complete and valid then; ``stop()`` closes it.
+    /// Thread: any.
+    public var isComplete: Bool { settings.frameLimit.map { framesWritten >= $0 } ?? false }
 
     /// Frames lost: dropped by the tap (graph rate) plus frames not written after a write
     /// failure. Thread: any.
@@ -248,27 +285,34 @@ final class RecordingWriter: @unchecked Sendable {
     let path: String
     let channels: Int
     let sampleFormat: RecordingSettings.SampleFormat
+    /// Frames to write at most; `UInt64.max` for no limit.
+    let frameLimit: UInt64
     let written = Atomic<UInt64>(0)
     let lost = Atomic<UInt64>(0)
     let failure = Mutex<RecorderError?>(nil)
     private var shorts: [Int16] = []
     private var ints: [Int32] = []
 
-    init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat) {
+    init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64) {
         self.file = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
         self.path = path
         self.channels = channels
         self.sampleFormat = sampleFormat
+        self.frameLimit = frameLimit
     }
 
-    /// Writes one interleaved Float32 block. The tap's thread.
+    /// Writes one interleaved Float32 block, or the part of it that fits the frame limit (the
+    /// rest is not recorded, by request: neither written nor lost). The tap's thread.
     func write(_ block: AudioTapBlock) {
         file.withLock { address in
+            // Frames still to record: those written and those lost both count against the limit.
+            let recorded = written.load(ordering: .relaxed) + lost.load(ordering: .relaxed)
+            let frames = Int(min(UInt64(block.frameCount), frameLimit > recorded ? frameLimit - recorded : 0))
+            guard frames > 0 else { return }
             guard let file = OpaquePointer(bitPattern: address), failure.withLock({ $0 == nil }) else {
-                lost.add(UInt64(block.frameCount), ordering: .relaxed)
+                lost.add(UInt64(frames), ordering: .relaxed)
                 return
             }
-            let frames = block.frameCount
             let samples = frames * channels
             let done: sf_count_t = block.buffers[0].withUnsafeBytes { raw in
                 let x = raw.bindMemory(to: Float.self)

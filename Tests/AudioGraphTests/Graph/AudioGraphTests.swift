@@ -177,6 +177,17 @@ struct AudioGraphTests {
         #expect(text.contains("muteGate") && text.contains("multichannelMixer") && text.contains("← node 1:1"))
         #expect(text.contains("48000 Hz, 2 ch, Float32, non-interleaved"))
     }
+
+    /// The dump with an application's names for its nodes (graphrun: the file's ids): named
+    /// nodes and the connections from them use the names, an unnamed node keeps its number.
+    @Test func dumpCallsNodesByTheNamesGiven() throws {
+        let chain = try Chain([MuteGateUnit(), MultichannelMixerUnit(inputs: 1)])
+        let text = chain.graph.description(nodeNames: [chain.ioNode: "io", chain.nodes[0]: "gate"])
+        #expect(text.contains("\n  io: io\n") && text.contains("\n  gate: muteGate\n"), "\(text)")
+        #expect(text.contains("← io:1") && text.contains("← gate:0"), "connections from named nodes: \(text)")
+        #expect(text.contains("\n  \(chain.nodes[1]): multichannelMixer\n") && text.contains("← \(chain.nodes[1]):0"), "an unnamed node keeps its number: \(text)")
+        #expect(chain.graph.description(nodeNames: [:]) == chain.graph.description)
+    }
 }
 
 // SAFETY (@unchecked Sendable): touched by callbacks the offline renderer calls on the test's own thread, and read there after.

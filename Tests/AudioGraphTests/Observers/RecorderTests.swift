@@ -58,6 +58,38 @@ struct RecorderTests {
         #expect(Int(recorder.framesWritten) == expected.count)
     }
 
+    /// A frame limit: the file holds exactly that many frames — the start of what the node
+    /// rendered, cut inside a 4096-frame block — and nothing after them counts as dropped.
+    @Test(arguments: [RecordingSettings.SampleFormat.float32, .int16])
+    func aFrameLimitRecordsExactlyThatManyFrames(sampleFormat: RecordingSettings.SampleFormat) throws {
+        let chain = try Chain([MuteGateUnit()], channels: 2)
+        let path = temporaryPath("rec-limit-\(sampleFormat).wav")
+        defer { unlink(path) }
+        let recorder = try Recorder(graph: chain.graph, node: chain.nodes[0], path: path,
+                                    settings: RecordingSettings(sampleFormat: sampleFormat, frameLimit: 10_000))
+        let quantum: Float = sampleFormat == .int16 ? 32768 : 16_777_216
+        let input = [noise(frames: 30_000, seed: 21), noise(frames: 30_000, seed: 22)].map { $0.map { ($0 * 0.999 * quantum).rounded() / quantum } }
+        let output = try chain.render(input, slice: 256)
+        try recorder.stop()
+        #expect(recorder.isComplete)
+        #expect(recorder.framesWritten == 10_000 && recorder.framesDropped == 0)
+        let file = try #require(readAudioFile(path))
+        #expect(file.info.frames == 10_000)
+        let firstFrames = file.channels == output.map { Array($0[0..<10_000]) }
+        #expect(firstFrames, "the file holds the first 10000 frames rendered, exactly")
+
+        // A limit not reached yet: not complete, everything rendered is in the file.
+        let longer = try Recorder(graph: chain.graph, node: chain.nodes[0], path: path, settings: RecordingSettings(frameLimit: 48_000))
+        _ = try chain.render(input, slice: 256)
+        try longer.stop()
+        #expect(!longer.isComplete && longer.framesWritten == 30_000)
+        // Without a limit it never is.
+        let unlimited = try Recorder(graph: chain.graph, node: chain.nodes[0], path: path)
+        _ = try chain.render(input, slice: 256)
+        try unlimited.stop()
+        #expect(!unlimited.isComplete && unlimited.framesWritten == 30_000)
+    }
+
     @Test func badSettingsAndPathsThrowAtTheCall() throws {
         let chain = try Chain([MuteGateUnit()], channels: 2)
         let node = chain.nodes[0]
@@ -70,6 +102,8 @@ struct RecorderTests {
         #expect(error(temporaryPath("x.mp3")).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
         #expect(error(temporaryPath("x.wav"), RecordingSettings(channels: 0)).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
         #expect(error(temporaryPath("x.wav"), RecordingSettings(sampleRate: .nan)).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
+        #expect(error(temporaryPath("x.wav"), RecordingSettings(frameLimit: 0)).map { if case .unsupportedSettings = $0 { true } else { false } } == true,
+                "a limit of 0 frames records nothing: refused")
         let missing = error("/nonexistent-dir/x.wav")
         #expect(missing.map { if case .cannotCreate(let path, _) = $0 { path == "/nonexistent-dir/x.wav" } else { false } } == true, "\(String(describing: missing))")
         #expect(error(temporaryPath("y.wav"), node: AUNode(rawValue: 77)) == .audioUnit(.nodeNotFound))

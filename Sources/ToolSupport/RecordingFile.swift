@@ -1,0 +1,54 @@
+// ToolSupport: a recording file checked before JACK is joined — its type, sample format, rate and channels, and a directory it can be created in.
+import AudioGraph
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Tool {
+    /// The settings for recording to `path`, checked as far as they can be before the JACK
+    /// client opens, so that a bad file is refused (status 2) before anything runs: the type
+    /// from the extension (.wav, .wave, .flac), a container that holds the sample format at
+    /// that rate and channel count, and a folder the file can be created in. What needs the
+    /// server's rate (the ratio of a `--rate` to it) is checked when the recorder starts.
+    /// - Parameters:
+    ///   - path: the file to record to.
+    ///   - sampleFormat: as asked for, or nil for the type's default.
+    ///   - sampleRate: the file's rate as asked for, or nil for the server's (checked at 48000 Hz until it is known).
+    ///   - channels: the file's channels.
+    ///   - frameLimit: frames to record, or nil until stopped.
+    /// - Returns: the settings, with `sampleRate` and `frameLimit` as given and `channels` nil (the element's).
+    /// - Thread: the main thread (a refusal exits with ``ExitStatus/usage``).
+    public func recordingSettings(path: String, sampleFormat: RecordingSettings.SampleFormat?, sampleRate: Double?,
+                                  channels: Int, frameLimit: UInt64? = nil) -> RecordingSettings {
+        var settings: RecordingSettings
+        do throws(RecorderError) {
+            settings = try RecordingSettings.forPath(path, sampleFormat: sampleFormat)
+            settings.sampleRate = sampleRate
+            settings.frameLimit = frameLimit
+            try settings.check(sampleRate: sampleRate ?? 48_000, channels: channels)
+        } catch {
+            fail("\(error)", status: ExitStatus.usage)
+        }
+        if let problem = Tool.problem(creating: path) { fail("cannot create \(path): \(problem)", status: ExitStatus.usage) }
+        return settings
+    }
+
+    /// Why a file could not be created at `path`, without creating it: the folder is missing,
+    /// is not a folder or is not writable, or `path` is a folder or a file that cannot be
+    /// written. Nil when it looks creatable (an existing file is replaced).
+    /// - Thread: any.
+    public static func problem(creating path: String) -> String? {
+        guard !path.isEmpty, !path.hasSuffix("/") else { return "no file name" }
+        var info = stat()
+        if stat(path, &info) == 0 {
+            if (info.st_mode & S_IFMT) == S_IFDIR { return "it is a directory" }
+            if access(path, W_OK) != 0 { return String(cString: strerror(errno)) }
+        }
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        guard stat(folder, &info) == 0 else { return "\(folder): \(String(cString: strerror(errno)))" }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { return "\(folder) is not a directory" }
+        guard access(folder, W_OK | X_OK) == 0 else { return "\(folder): \(String(cString: strerror(errno)))" }
+        return nil
+    }
+}

@@ -1,0 +1,106 @@
+// Tests, JACK: graphrecord against a real jackd — patterns, --duration, every channel's level, bad options, help.
+import AudioGraphTestSupport
+import Foundation
+import Testing
+
+extension JACKIntegration {
+    /// graphrecord as a user runs it: ports by pattern, a take of an exact length, the level of
+    /// every channel, and bad options refused with status 2 before JACK is joined.
+    @Suite("graphrecord against a real jackd")
+    struct GraphrecordTests {
+        let server = TestServer.shared
+
+        /// Two patterns fill in_1… in order: `system:capture_.*` takes in_1 and in_2, the
+        /// probe's port (a pattern, not its exact name) in_3; the file's third channel holds the
+        /// speech bit for bit, and the level line shows all three channels, in_3 loud and the
+        /// dummy capture ports silent.
+        @Test func patternsFillTheInputsAndTheLevelLineShowsEveryChannel() throws {
+            let speech = Speech.load().samples
+            let path = "/tmp/ag-grec-pattern-\(getpid()).wav"
+            defer { unlink(path) }
+            let probe = ProbeClient(server: server, name: "probe-grec-pat", play: speech, captureFrames: speech.count + 72_000)
+            let tool = try ToolProcess("graphrecord", ["--name", "grec-pat-\(getpid())", "--channels", "3",
+                                                       "--input", "system:capture_.*", "--input", "\(probe.name):o.t", path], server: server)
+            #expect(tool.waitFor("recording"), "startup: \(tool.stdout) \(tool.stderr)")
+            _ = probe.run()   // the speech, then 1.5 s of silence: a level line falls inside
+            #expect(tool.waitFor("level (dBFS RMS/peak): in_1 ", count: 2), "\(tool.stdout)")
+            kill(tool.process.processIdentifier, SIGINT)
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+
+            let file = try #require(readAudioFile(path))
+            #expect(file.info.channels == 3)
+            #expect(exactOccurrence(of: speech, in: file.channels[2]) != nil, "the probe's port, matched by a pattern, fed in_3")
+            #expect(file.channels[0].allSatisfy { $0 == 0 } && file.channels[1].allSatisfy { $0 == 0 }, "in_1, in_2: the dummy driver's silent capture ports")
+
+            let levels = tool.stdout.split(separator: "\n").filter { $0.hasPrefix("level") }
+            #expect(levels.allSatisfy { $0.contains("in_1 -160.0/-160.0, in_2 -160.0/-160.0, in_3 ") }, "\(levels)")
+            #expect(levels.contains { !$0.contains("in_3 -160.0/-160.0") }, "in_3 shows the speech: \(levels)")
+        }
+
+        /// --duration stops by itself with exactly SECONDS × rate frames in the file, at the
+        /// server's rate or at --rate's.
+        @Test(arguments: [(["--duration", "0.75"], 36_000, 48_000), (["--duration", "0.5", "--rate", "16000", "--format", "int16"], 8_000, 16_000)])
+        func durationRecordsExactlyThatManyFrames(options: [String], frames: Int, rate: Int) throws {
+            let path = "/tmp/ag-grec-duration-\(getpid())-\(rate).wav"
+            defer { unlink(path) }
+            let tool = try ToolProcess("graphrecord", ["--name", "grec-dur-\(getpid())", "--input", "system:capture_1"] + options + [path], server: server)
+            #expect(tool.waitForExit() == 0, "it stops by itself: \(tool.stdout) \(tool.stderr)")
+            let file = try #require(readAudioFile(path))
+            #expect(file.info.frames == Int64(frames) && file.info.samplerate == Int32(rate), "\(file.info.frames) frames at \(file.info.samplerate) Hz")
+            #expect(tool.stdout.contains("(\(frames) frames)") && tool.stdout.contains("recorded \(frames) frames to \(path) (0 dropped)"), "\(tool.stdout)")
+        }
+
+        /// Bad options: status 2 and one line saying what is wrong, before JACK is joined (the
+        /// server named does not exist, so joining would have failed with status 1), and no
+        /// file is left behind.
+        static let badOptions: [([String], String)] = [
+            (["/tmp/ag-grec-bad.mp3"], "cannot tell the file type from \"/tmp/ag-grec-bad.mp3\": use .wav or .flac"),
+            (["--rate", "0", "/tmp/ag-grec-bad.wav"], "--rate must be a whole number 1…768000, not '0'"),
+            (["/nonexistent-dir/x.wav"], "cannot create /nonexistent-dir/x.wav: /nonexistent-dir: No such file or directory"),
+            (["/tmp"], "cannot tell the file type from \"/tmp\""),
+            (["--name", "a:b", "/tmp/ag-grec-bad.wav"], "--name 'a:b': ':' separates client and port names"),
+            (["/tmp/ag-grec-bad.wav", "/tmp/ag-grec-bad2.wav"], "one file only ('/tmp/ag-grec-bad.wav' and '/tmp/ag-grec-bad2.wav')"),
+            (["--format", "float32", "/tmp/ag-grec-bad.flac"], "flac cannot hold float32 samples"),
+            (["--duration", "0", "/tmp/ag-grec-bad.wav"], "--duration takes a number of seconds above 0, not '0'"),
+            (["--duration", "0.00001", "--rate", "8000", "/tmp/ag-grec-bad.wav"], "--duration 1e-05 is less than one frame at 8000 Hz"),
+            (["--channels", "1", "--input", "a", "--input", "b", "/tmp/ag-grec-bad.wav"], "2 --input ports but only 1 channel (raise --channels)"),
+            (["--output", "x", "/tmp/ag-grec-bad.wav"], "unknown option '--output'"),
+            ([], "say which file to record to"),
+        ]
+
+        @Test(arguments: 0..<GraphrecordTests.badOptions.count)
+        func badOptionsExit2BeforeJoiningJACK(_ index: Int) throws {
+            let (options, message) = Self.badOptions[index]
+            let tool = try ToolProcess("graphrecord", options, server: "no-such-server-\(getpid())")
+            #expect(tool.waitForExit() == 2, "\(options): \(tool.stderr)")
+            #expect(tool.stderr.hasPrefix("graphrecord: ") && tool.stderr.contains(message), "\(options): \(tool.stderr)")
+            #expect(tool.stderr.split(separator: "\n").count == 1 && tool.stdout.isEmpty, "\(options): \(tool.stdout) \(tool.stderr)")
+            for file in options where file.hasPrefix("/tmp/ag-grec-bad") { #expect(access(file, F_OK) != 0, "\(file) not created") }
+        }
+
+        /// A --rate the server's cannot be converted to (more than 256 times lower) is found once
+        /// the server's rate is known: still status 2, and no file.
+        @Test func aRateTooFarFromTheServersIsABadOption() throws {
+            let path = "/tmp/ag-grec-rate-\(getpid()).wav"
+            let tool = try ToolProcess("graphrecord", ["--name", "grec-rate-\(getpid())", "--rate", "100", path], server: server)
+            #expect(tool.waitForExit() == 2, "\(tool.stderr)")
+            #expect(tool.stderr.contains("100 Hz from an element at 48000 Hz: the rate ratio must be within 1/256…256"), "\(tool.stderr)")
+            #expect(access(path, F_OK) != 0)
+        }
+
+        /// --help: every option with a description, the file, the output and the exit statuses.
+        @Test func helpDescribesOptionsOutputAndExitStatus() throws {
+            let tool = try ToolProcess("graphrecord", ["--help"], server: server)
+            #expect(tool.waitForExit() == 0)
+            let help = tool.stdout
+            #expect(help.hasPrefix("usage: graphrecord [options] FILE\n"), "\(help)")
+            for option in ["--name NAME", "--server NAME", "--channels N", "--input PORT", "--format F", "--rate HZ", "--duration SECONDS", "--help"] {
+                #expect(help.contains("\n  \(option) "), "\(option) is described: \(help)")
+            }
+            for section in ["\noptions:\n", "\nFILE: ", "\noutput: ", "\nexit status: 0 "] {
+                #expect(help.contains(section), "section \(section): \(help)")
+            }
+            #expect(help.contains("2 for bad options"))
+        }
+    }
+}
