@@ -44,9 +44,11 @@ extension AudioGraph {
                     case .callback?: source = "← render callback"
                     case nil: source = "(unconnected)"
                     }
-                    if pending.inputs[key] != nil, let processing, !(unit is IOUnit),
-                       format.sampleRate != processing.sampleRate || format.channelsPerFrame != processing.channelsPerFrame || !format.isCanonical {
-                        source += ", converted to \(Int(processing.sampleRate)) Hz \(processing.channelsPerFrame) ch"
+                    if pending.inputs[key] != nil, let processing, !(unit is IOUnit) {
+                        let channels = unit.processingChannels(ofInput: Int(element), outputChannels: Int(processing.channelsPerFrame))
+                        if format.sampleRate != processing.sampleRate || Int(format.channelsPerFrame) != channels || !format.isCanonical {
+                            source += ", converted to \(Int(processing.sampleRate)) Hz \(channels) ch"
+                        }
                     }
                 }
                 lines.append("    in \(element): \(format) \(source)")
