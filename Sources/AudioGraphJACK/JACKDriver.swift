@@ -284,10 +284,11 @@ public final class JACKDriver: @unchecked Sendable {
         isActive = true
     }
 
-    /// Asks JACK to recompute its latencies, so the ports report the graph's current
-    /// conversion latency (`AudioGraph.renderLatency`). JACK does this by itself whenever
-    /// connections change; call it after an `AudioGraph.update()` that added or removed a
-    /// resampling conversion. No-op when the client is not active.
+    /// Asks JACK to recompute its latencies, so the ports report the graph's current latency
+    /// (`AudioGraph.renderLatency`: conversions and units' processing). JACK does this by
+    /// itself whenever connections change; call it after an `AudioGraph.update()` that changed
+    /// the latency (a resampling conversion or a unit with latency added or removed). No-op
+    /// when the client is not active.
     /// - Thread: control thread (never from a JACK callback).
     public func recomputeLatency() {
         guard let client, isActive, !isShutDown else { return }

@@ -9,7 +9,7 @@ extension AudioGraph {
     }
 
     /// A readable dump of the graph, like `CAShow`: the state (initialized, running, pending
-    /// edits, conversion latency, render notifications), then every node with its unit type and
+    /// edits, latency, render notifications), then every node with its unit type and
     /// each element's format, what feeds each input (a node's output, a render callback, or
     /// nothing) and where an input is converted. Thread: control thread.
     public var description: String { description(nodeNames: [:]) }
@@ -23,13 +23,14 @@ extension AudioGraph {
         func name(_ node: AUNode) -> String { nodeNames[node] ?? node.description }
         var state = "\(isInitialized ? "initialized" : "uninitialized"), \(isRunning ? "running" : "stopped")"
         if hasPendingEdits { state += ", edits pending" }
-        if renderLatency > 0 { state += ", conversion latency \(milliseconds(renderLatency)) ms" }
+        if renderLatency > 0 { state += ", latency \(milliseconds(renderLatency)) ms" }
         if !notifications.isEmpty { state += ", \(notifications.count) render notification(s)" }
         var lines = ["AudioGraph: \(nodeCount) node(s), \(state)"]
         for node in nodes {
             guard let unit = try? nodeInfo(node) else { continue }
             var header = "  \(name(node)): \(unit.type.rawValue)"
             if unit.conversionLatency > 0 { header += " (input conversion adds \(milliseconds(unit.conversionLatency)) ms)" }
+            if unit.processingLatency > 0 { header += " (processing adds \(milliseconds(unit.processingLatency)) ms)" }
             lines.append(header)
             let processing = unit.outputFormats.first
             for element in 0..<unit.elementCount(.input) {
@@ -50,6 +51,9 @@ extension AudioGraph {
                             source += ", converted to \(Int(processing.sampleRate)) Hz \(channels) ch"
                         }
                     }
+                }
+                if let frames = compensation[key], pending.inputs[key] != nil {
+                    source += ", delayed \(frames) frame(s) to align with the slowest input (latency compensation)"
                 }
                 lines.append("    in \(element): \(format) \(source)")
             }

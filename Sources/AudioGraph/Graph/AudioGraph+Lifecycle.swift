@@ -31,6 +31,8 @@ extension AudioGraph {
         guard isInitialized else { return }
         publish(nil)
         converterCache = [:]
+        delayCache = [:]
+        compensation = [:]
         renderLatency = 0
         shared.latencyFrames.store(0, ordering: .relaxed)
         isInitialized = false
@@ -105,6 +107,8 @@ extension AudioGraph {
                 unit.conversionLatency = built.unitLatency[node] ?? 0
             }
             converterCache = built.converters
+            delayCache = built.delays
+            compensation = built.compensation
             renderLatency = built.latency
             shared.latencyFrames.store(UInt32((built.latency * (target.io?.unit.deviceOutputFormat.sampleRate ?? 0)).rounded()), ordering: .relaxed)
             publish(built.resources)

@@ -53,7 +53,15 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     /// The converters of the published plan, reused by the next plan where they convert the same
     /// way (their resampler history and FIFO carry on, so an untouched path has no gap).
     var converterCache: [ConverterKey: ConverterStorage] = [:]
-    /// Device input to device output latency added by format conversions, in seconds.
+    /// The published plan's latency-compensation delays, reused likewise (their rings carry on).
+    var delayCache: [DelayKey: DelayStorage] = [:]
+    /// Frames each input of the published plan is delayed by to align it with its unit's slowest input.
+    var compensation: [InputKey: Int] = [:]
+    /// Device input to device output latency of the longest path, in seconds: what format
+    /// conversions (resampling) and units' own processing (``RenderCallbackUnit/latency``, a
+    /// limiter's look-ahead) add. Shorter parallel paths are delayed to match it (latency
+    /// compensation), so every path from device input to device output has this latency.
+    /// Thread: control thread.
     public internal(set) var renderLatency: Double = 0
 
     /// Whether ``initialize()`` has succeeded (and ``uninitialize()`` not been called since).

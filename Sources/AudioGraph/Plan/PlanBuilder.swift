@@ -12,6 +12,10 @@ struct BuiltPlan {
     let unitLatency: [AUNode: Double]
     /// Device input to device output through the plan's conversions, in seconds.
     let latency: Double
+    /// Every compensation delay the plan uses, to keep for the next plan.
+    let delays: [DelayKey: DelayStorage]
+    /// Frames each compensated input is delayed by.
+    let compensation: [AudioGraph.InputKey: Int]
 }
 
 /// The formats a unit's elements take in a plan (nil: an unconnected input).
@@ -33,6 +37,8 @@ struct PlanBuilder {
     let topology: Topology
     /// Converters of the published plan, reused where they convert the same way.
     let converterCache: [ConverterKey: ConverterStorage]
+    /// Compensation delays of the published plan, reused where they delay the same way.
+    let delayCache: [DelayKey: DelayStorage]
     /// Render notifications to call before and after every slice.
     let notificationBoxes: [CallbackBox]
     let ioNode: AUNode
@@ -56,16 +62,20 @@ struct PlanBuilder {
     private var outputBuffers: [AUNodeOutput: UnsafeMutablePointer<UnsafeMutablePointer<Float>>] = [:]
     private var kernels: [AUNode: KernelStorage] = [:]
     private var unitLatency: [AUNode: Double] = [:]
+    private var delays: [DelayKey: DelayStorage] = [:]
+    private var compensation: [InputKey: Int] = [:]
 
     /// Starts a build: finds the IO unit and the graph's rate.
     /// - Throws: ``AudioUnitError/outputNodeErr`` (no IO unit), ``AudioUnitError/formatNotSupported``
     ///   (device sides at different rates).
-    init(_ topology: Topology, converterCache: [ConverterKey: ConverterStorage], notifications: [CallbackBox]) throws(AudioUnitError) {
+    init(_ topology: Topology, converterCache: [ConverterKey: ConverterStorage], delayCache: [DelayKey: DelayStorage],
+         notifications: [CallbackBox]) throws(AudioUnitError) {
         guard let (ioNode, io) = topology.io else { throw .outputNodeErr }
         let rate = io.deviceOutputFormat.sampleRate
         guard io.deviceInputFormat.sampleRate == rate else { throw .formatNotSupported }
         self.topology = topology
         self.converterCache = converterCache
+        self.delayCache = delayCache
         self.notificationBoxes = notifications
         self.ioNode = ioNode
         self.io = io
@@ -92,7 +102,7 @@ struct PlanBuilder {
             resolved[node]!.inputs = zip(resolved[node]!.inputs, formats).map { $0 ?? $1 }
         }
         return BuiltPlan(resources: resources, formats: resolved, kernels: kernels, converters: converters,
-                         unitLatency: unitLatency, latency: outputLatency)
+                         unitLatency: unitLatency, latency: outputLatency, delays: delays, compensation: compensation)
     }
 
     /// The format an element side has at the graph's rate: formats the application set keep
@@ -278,7 +288,7 @@ struct PlanBuilder {
         var input = PlanInput(channels: nil, channelCount: 0, callback: nil, element: key.element,
                               source: nil, sourceRateIndex: 0, raw: nil,
                               rawLayout: RawLayout(kind: .float32, interleaved: false, channels: 0), rawBytesPerFrame: 0,
-                              converter: nil, destinationRateIndex: rateIndex(unitRate), pulls: nil, pullCount: 0)
+                              converter: nil, destinationRateIndex: rateIndex(unitRate), pulls: nil, pullCount: 0, delay: nil)
         guard let format else { return (input, 0) }
         var latency = 0.0
         switch topology.inputs[key] {
@@ -339,6 +349,7 @@ struct PlanBuilder {
             let unitRate = formats.outputs[0].sampleRate
             let inputs = resources.allocate(PlanInput.self, count: formats.inputs.count)
             var latency = 0.0
+            var arrivals: [(element: Int, latency: Double)] = []
             for element in 0..<formats.inputs.count {
                 // What the kernel reads on this input: the output's channel count, or (a merger) the element's own.
                 let channels = unit.processingChannels(ofInput: element, outputChannels: outChannels)
@@ -348,7 +359,9 @@ struct PlanBuilder {
                                                           accepts: { unit.acceptsInputChannels($0, outputChannels: channels) })
                 inputs[element] = input
                 latency = max(latency, inputLatency)
+                if input.channels != nil { arrivals.append((element, inputLatency)) }
             }
+            compensate(node, inputs, arrivals, slowest: latency, unitRate: unitRate)
             latencyOut[node] = latency + unit.processingLatency
             let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: frames(at: unitRate))
             outputBuffers[AUNodeOutput(node)] = output
@@ -384,6 +397,28 @@ struct PlanBuilder {
                                     links: Unmanaged.passUnretained(unit.renderLinks))
         }
         return steps
+    }
+
+    /// Latency compensation: every input of `node` that arrives earlier than its slowest by a
+    /// frame or more (at the unit's rate) is delayed by the difference (LatencyCompensation.swift).
+    private mutating func compensate(_ node: AUNode, _ inputs: UnsafeMutablePointer<PlanInput>,
+                                     _ arrivals: [(element: Int, latency: Double)], slowest: Double, unitRate: Double) {
+        guard arrivals.count > 1 else { return }
+        for (element, arrival) in arrivals {
+            let frames = Int(((slowest - arrival) * unitRate).rounded())
+            guard frames > 0, let source = inputs[element].channels else { continue }
+            let key = DelayKey(node: node, element: AudioUnitElement(element), channels: inputs[element].channelCount,
+                               frames: frames, capacity: self.frames(at: unitRate))
+            let storage = delayCache[key] ?? DelayStorage(key)
+            delays[key] = storage
+            resources.retained.append(storage)
+            let delay = resources.allocate(PlanDelay.self, count: 1)
+            delay.initialize(to: PlanDelay(source: source, output: storage.output, ring: storage.ring, ringLength: storage.ringLength,
+                                           writeIndex: storage.writeIndex, delay: frames, channels: key.channels))
+            inputs[element].delay = delay
+            inputs[element].channels = storage.output
+            compensation[InputKey(node: node, element: AudioUnitElement(element))] = frames
+        }
     }
 
     /// Scratch and the unretained unit for a ``RenderCallbackUnit``'s kernel.
@@ -458,7 +493,8 @@ struct PlanBuilder {
 extension AudioGraph {
     /// Builds the plan for `topology` (see ``PlanBuilder``). Control thread; allocates.
     func buildPlan(_ topology: Topology) throws(AudioUnitError) -> BuiltPlan {
-        var builder = try PlanBuilder(topology, converterCache: converterCache, notifications: notifications.map(\.box))
+        var builder = try PlanBuilder(topology, converterCache: converterCache, delayCache: delayCache,
+                                      notifications: notifications.map(\.box))
         return try builder.build()
     }
 }

@@ -4,11 +4,6 @@ import Synchronization
 import Glibc
 #endif
 
-import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
-
 // Format conversion inside a render plan.
 //
 // Every buffer between units is Float32 `[channel][frame]`. A unit renders at its output

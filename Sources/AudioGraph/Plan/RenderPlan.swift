@@ -40,6 +40,9 @@ struct PlanInput {
     /// For a ``PullingRenderCallback``: the node outputs it declared (nil for other inputs).
     var pulls: UnsafeMutablePointer<PlanPull>?
     var pullCount: Int
+    /// Latency compensation: delays this input (after conversion) so it arrives aligned with
+    /// the unit's slowest input; `channels` then points at its output.
+    var delay: UnsafeMutablePointer<PlanDelay>?
 }
 
 /// One output element of a unit with several (a splitter's), as the render thread sees it.

@@ -23,7 +23,7 @@ final class RenderShared: @unchecked Sendable {
     let maximumLoad = Atomic<UInt64>(0)
     /// Set by the first `cpuLoad()` call: until someone asks, cycles are not timed.
     let measuresLoad = Atomic<Bool>(false)
-    /// The published plan's conversion latency, in frames at the graph's rate.
+    /// The published plan's latency (``AudioGraph/renderLatency``), in frames at the graph's rate.
     let latencyFrames = Atomic<UInt32>(0)
     /// `pthread_self()` of the thread inside `render`, 0 outside; edits from it are refused.
     let renderThread = Atomic<UInt>(0)
@@ -37,9 +37,10 @@ final class RenderShared: @unchecked Sendable {
 public struct GraphRenderContext: @unchecked Sendable {
     let shared: Unmanaged<RenderShared>
 
-    /// Frames (at the graph's rate) by which the published plan's format conversions delay
-    /// device input on its way to device output: what a driver adds to its ports' latency.
-    /// 0 when nothing resamples. Thread: any (an atomic read).
+    /// Frames (at the graph's rate) by which the published plan delays device input on its way
+    /// to device output (``AudioGraph/renderLatency``: conversions and units' processing, the
+    /// longest path): what a driver adds to its ports' latency. 0 when nothing delays.
+    /// Thread: any (an atomic read).
     public var latencyFrames: Int {
         Int(shared._withUnsafeGuaranteedRef { $0.latencyFrames.load(ordering: .relaxed) })
     }

@@ -109,7 +109,7 @@ enum RenderLoop {
             for k in 0..<step.pointee.inputCount {
                 let input = step.pointee.inputs + k
                 // Most inputs are plain connections: nothing to run before the kernel reads them.
-                if input.pointee.callback != nil || input.pointee.converter != nil {
+                if input.pointee.callback != nil || input.pointee.converter != nil || input.pointee.delay != nil {
                     errors &+= pullInput(input, domains)
                 }
             }
@@ -200,6 +200,9 @@ enum RenderLoop {
         if let converter = input.pointee.converter {
             errors &+= converter.pointee.render(input.pointee.source, sourceFrames: sourceFrames,
                                                 destinationFrames: domains.frames[input.pointee.destinationRateIndex])
+        }
+        if let delay = input.pointee.delay {
+            PlanDelay.render(delay, frames: domains.frames[input.pointee.destinationRateIndex])
         }
         return errors
     }

@@ -113,6 +113,26 @@ public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
     /// Pieces whose callback returned non-zero (rendered as silence). Thread: any.
     public var failedRenderCount: UInt64 { failures.load(ordering: .relaxed) }
 
+    /// Seconds your processing delays the signal (a look-ahead, a block): the AUv3 `latency`.
+    /// The graph counts it on every path through the unit, delays parallel paths that meet this
+    /// one so they arrive aligned (latency compensation), and reports it in the Latency property,
+    /// ``AudioGraph/renderLatency`` and the JACK ports' latency ranges. Default 0.
+    /// Thread: control thread.
+    public private(set) var latency: Double = 0
+
+    /// Sets ``latency``; it takes effect with the next ``AudioGraph/initialize()`` or
+    /// ``AudioGraph/update()`` (which re-plans the compensation; paths whose delay did not
+    /// change keep playing without a gap).
+    /// - Parameter seconds: 0…10, finite.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` for a value out of bounds (nothing changes).
+    /// - Thread: control thread.
+    public func setLatency(_ seconds: Double) throws(AudioUnitError) {
+        guard seconds.isFinite, (0...10).contains(seconds) else { throw .invalidPropertyValue }
+        latency = seconds
+    }
+
+    override var processingLatency: Double { latency }
+
     override var kernelKind: KernelKind { .custom }
 }
 

@@ -205,7 +205,7 @@ func int16(_ x: [Float]) -> [Int16] { x.map { Int16(max(-32_768, min(32_767, ($0
         _ = try OfflineRenderer(graph: graph)
         try graph.initialize()
         let dump = graph.description
-        #expect(dump.contains("AudioGraph: 2 node(s), initialized, stopped, conversion latency "))
+        #expect(dump.contains("AudioGraph: 2 node(s), initialized, stopped, latency "))
         #expect(dump.contains("in 1: 16000 Hz, 1 ch, Int16, interleaved ← render callback, converted to 48000 Hz 2 ch"), "\(dump)")
         #expect(dump.contains("in 0: 48000 Hz, 2 ch, Float32, non-interleaved (unconnected)"), "\(dump)")
         #expect(dump.contains("multichannelMixer (input conversion adds "), "\(dump)")
