@@ -57,6 +57,13 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     var delayCache: [DelayKey: DelayStorage] = [:]
     /// Frames each input of the published plan is delayed by to align it with its unit's slowest input.
     var compensation: [InputKey: Int] = [:]
+
+    /// Whether the plan aligns parallel paths of different latency where they meet (latency
+    /// compensation, on by default; see <doc:UnitCatalogue>). Off, every path keeps its own,
+    /// lowest latency — for live monitoring where a branch's alignment does not matter but the
+    /// dry signal's delay does — and ``renderLatency`` is still the longest path's. Takes effect
+    /// at the next ``initialize()`` or ``update()``. Thread: control thread.
+    public var compensatesLatency = true
     /// Device input to device output latency of the longest path, in seconds: what format
     /// conversions (resampling) and units' own processing (``RenderCallbackUnit/latency``, a
     /// limiter's look-ahead) add. Shorter parallel paths are delayed to match it (latency

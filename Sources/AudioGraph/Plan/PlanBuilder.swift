@@ -39,6 +39,8 @@ struct PlanBuilder {
     let converterCache: [ConverterKey: ConverterStorage]
     /// Compensation delays of the published plan, reused where they delay the same way.
     let delayCache: [DelayKey: DelayStorage]
+    /// Whether to align parallel paths (``AudioGraph/compensatesLatency``).
+    let compensatesLatency: Bool
     /// Render notifications to call before and after every slice.
     let notificationBoxes: [CallbackBox]
     let ioNode: AUNode
@@ -69,13 +71,14 @@ struct PlanBuilder {
     /// - Throws: ``AudioUnitError/outputNodeErr`` (no IO unit), ``AudioUnitError/formatNotSupported``
     ///   (device sides at different rates).
     init(_ topology: Topology, converterCache: [ConverterKey: ConverterStorage], delayCache: [DelayKey: DelayStorage],
-         notifications: [CallbackBox]) throws(AudioUnitError) {
+         compensatesLatency: Bool, notifications: [CallbackBox]) throws(AudioUnitError) {
         guard let (ioNode, io) = topology.io else { throw .outputNodeErr }
         let rate = io.deviceOutputFormat.sampleRate
         guard io.deviceInputFormat.sampleRate == rate else { throw .formatNotSupported }
         self.topology = topology
         self.converterCache = converterCache
         self.delayCache = delayCache
+        self.compensatesLatency = compensatesLatency
         self.notificationBoxes = notifications
         self.ioNode = ioNode
         self.io = io
@@ -403,7 +406,7 @@ struct PlanBuilder {
     /// frame or more (at the unit's rate) is delayed by the difference (LatencyCompensation.swift).
     private mutating func compensate(_ node: AUNode, _ inputs: UnsafeMutablePointer<PlanInput>,
                                      _ arrivals: [(element: Int, latency: Double)], slowest: Double, unitRate: Double) {
-        guard arrivals.count > 1 else { return }
+        guard compensatesLatency, arrivals.count > 1 else { return }
         for (element, arrival) in arrivals {
             let frames = Int(((slowest - arrival) * unitRate).rounded())
             guard frames > 0, let source = inputs[element].channels else { continue }
@@ -494,7 +497,7 @@ extension AudioGraph {
     /// Builds the plan for `topology` (see ``PlanBuilder``). Control thread; allocates.
     func buildPlan(_ topology: Topology) throws(AudioUnitError) -> BuiltPlan {
         var builder = try PlanBuilder(topology, converterCache: converterCache, delayCache: delayCache,
-                                      notifications: notifications.map(\.box))
+                                      compensatesLatency: compensatesLatency, notifications: notifications.map(\.box))
         return try builder.build()
     }
 }

@@ -95,6 +95,12 @@ struct LatencyCompensationTests {
         let nonzero = out.indices.filter { out[$0] != 0 }
         #expect(nonzero == [800] && out[800] == 1.0, "\(nonzero.prefix(4))")
         #expect(abs(graph.renderLatency * 48_000 - 300) < 1e-6)
+        // Compensation off: each path keeps its own latency (two impulses), the longest is still reported.
+        graph.compensatesLatency = false
+        try graph.update()
+        let apart = try renderer.render(input: [impulse], frameCount: 4800, sliceFrames: 256)[0]
+        #expect(apart.indices.filter { apart[$0] != 0 } == [500, 800])
+        #expect(abs(graph.renderLatency * 48_000 - 300) < 1e-6)
         #expect(throws: AudioUnitError.invalidPropertyValue) { try unit.setLatency(-1) }
         #expect(throws: AudioUnitError.invalidPropertyValue) { try unit.setLatency(.nan) }
         #expect(unit.latency == 300.0 / 48_000, "a refused value changes nothing")
