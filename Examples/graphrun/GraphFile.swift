@@ -5,20 +5,6 @@
 import AudioGraph
 import Foundation
 
-/// A unit type a graph file can name.
-enum NodeType: String, CaseIterable {
-    case lowpass, mutegate, mixer
-
-    /// A new, detached unit of this type; `inputs` input elements for a mixer (1…1024).
-    func makeUnit(inputs: Int = 1) -> AudioUnit {
-        switch self {
-        case .lowpass: LowPassFilterUnit()
-        case .mutegate: MuteGateUnit()
-        case .mixer: MultichannelMixerUnit(inputs: inputs)
-        }
-    }
-}
-
 /// The parameters a graph file can set on a unit, as the unit itself describes them
 /// (`AudioUnit.parameterList(scope:)`): name, ID, scope, range, default. Nothing here repeats
 /// a unit's numbers, so the file accepts exactly what the unit does.
@@ -47,16 +33,11 @@ struct ParameterTable {
         halfRate = Float((try? unit.streamFormat(scope: .output, element: 0))?.sampleRate ?? 0) / 2
     }
 
-    /// The parameters of a `type` unit running at `sampleRate`, so that bounds which follow the
-    /// rate (the low-pass cutoff's top, half the rate) are the real ones. When the rate is not
-    /// known yet (`--check`, or before the client opens), they are read at the highest rate a
-    /// stream format allows: the loosest bound any server could have.
-    init(_ type: NodeType, sampleRate: Double?, rateNote: String? = nil) {
-        let unit = type.makeUnit()
-        if let format = try? StreamFormat.float32(sampleRate: sampleRate ?? StreamFormat.maximumSampleRate, channels: 2) {
-            try? unit.setStreamFormat(format, scope: .output, element: 0)
-        }
-        self.init(of: unit, sampleRate: sampleRate, rateNote: rateNote)
+    /// "Hz, 10…24000, default 6900" and the like, for `--list`.
+    static func describe(_ info: AudioUnitParameterInfo) -> String {
+        func n(_ v: Float) -> String { v == v.rounded() && abs(v) < 1e9 ? String(Int(v)) : "\(v)" }
+        let bounds = info.clampsToRange ? "\(n(info.minValue))…\(n(info.maxValue))" : "≥ \(n(info.minValue)) (nominal \(n(info.minValue))…\(n(info.maxValue)))"
+        return "\(info.unit), \(bounds), default \(n(info.defaultValue))"
     }
 
     /// Short names files have always used instead of a unit's own.
@@ -87,11 +68,12 @@ struct ParameterTable {
 struct NodeSpec: Equatable {
     var id: String
     var type: NodeType
-    /// Mixer input elements (1…1024); 1 for the others.
+    /// The shape fields the file gave (element counts, channels, files); missing ones take
+    /// their defaults (``NodeType/fields``).
+    var shape: Shape
+    /// Input and output elements of a unit of this shape.
     var inputs: Int
-    /// Channels of the mixer's output format (Float32, non-interleaved, the server's rate);
-    /// nil: the file's `channels`. Other units take the format of their input.
-    var channels: Int?
+    var outputs: Int
     /// Global / output parameters by name.
     var parameters: [String: Float]
     /// Mixer input parameters, one dictionary per input element.
@@ -101,7 +83,7 @@ struct NodeSpec: Equatable {
 
     /// Whether `other` needs a new unit (type, element count or format differ) rather than
     /// new parameter values.
-    func sameShape(as other: NodeSpec) -> Bool { type == other.type && inputs == other.inputs && channels == other.channels }
+    func sameShape(as other: NodeSpec) -> Bool { type == other.type && shape == other.shape }
 
     static func == (a: NodeSpec, b: NodeSpec) -> Bool {
         a.id == b.id && a.sameShape(as: b) && a.parameters == b.parameters && a.inputParameters == b.inputParameters
@@ -154,7 +136,11 @@ struct GraphFileReader {
     let text: String
     let locator: JSONLineLocator
     /// Each unit type's parameters, from a unit of that type.
-    private let tables: [NodeType: ParameterTable]
+    /// The server's rate (nil: not known yet) and where a rate that is not the server's came from.
+    /// Each node's unit is made at this rate (or, unknown, at the highest rate a stream format
+    /// allows: the loosest bound any server could have) so rate-bound parameters check right.
+    private let sampleRate: Double?
+    private let rateNote: String?
 
     /// A reader of `text`, the contents of `file`, for a server running at `sampleRate` (nil:
     /// not known yet; parameter bounds that follow the rate are then checked only loosely).
@@ -163,7 +149,8 @@ struct GraphFileReader {
         self.file = file
         self.text = text
         locator = JSONLineLocator(text)
-        tables = Dictionary(uniqueKeysWithValues: NodeType.allCases.map { ($0, ParameterTable($0, sampleRate: sampleRate, rateNote: rateNote)) })
+        self.sampleRate = sampleRate
+        self.rateNote = rateNote
     }
 
     func error(_ path: [JSONPathStep], _ message: String) -> GraphFileError {
@@ -271,28 +258,51 @@ struct GraphFileReader {
 
     private func readNode(_ item: Any, _ path: [JSONPathStep], channels: Int) throws(GraphFileError) -> NodeSpec {
         guard let o = item as? [String: Any] else { throw error(path, "must be an object {\"id\": …, \"type\": …}") }
-        try checkKeys(o, path, allowed: ["id", "type", "inputs", "format", "parameters", "inputParameters", "comment"])
         guard let id = o["id"] as? String, !id.isEmpty, !id.contains(":") else {
             throw error(path + [.key("id")], "must be a non-empty string without ':'")
         }
         guard let typeName = o["type"] as? String, let type = NodeType(rawValue: typeName) else {
             throw error(path + [.key("type")], "must be one of: \(NodeType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        var inputs = 1
-        var nodeChannels: Int?
-        if type == .mixer {
-            inputs = try integer(o["inputs"], path + [.key("inputs")], in: 1...1024, default: 1)
-            if let format = o["format"] {
-                guard let f = format as? [String: Any] else { throw error(path + [.key("format")], "must be an object {\"channels\": N}") }
-                try checkKeys(f, path + [.key("format")], allowed: ["channels"])
-                nodeChannels = try integer(f["channels"], path + [.key("format"), .key("channels")], in: 1...64, default: channels)
+        try checkKeys(o, path, allowed: Set(["id", "type", "parameters", "comment"] + type.fields.map(\.name)
+                                             + (type == .mixer ? ["inputParameters"] : [])))
+        var shape: Shape = [:]
+        for field in type.fields {
+            guard let value = o[field.name] else { continue }
+            let at = path + [.key(field.name)]
+            switch field.kind {
+            case .count(let range, _):
+                shape[field.name] = .int(try integer(value, at, in: range, default: range.lowerBound))
+            case .format:
+                guard let f = value as? [String: Any] else { throw error(at, "must be an object {\"channels\": N}") }
+                try checkKeys(f, at, allowed: ["channels"])
+                shape[field.name] = .int(try integer(f["channels"], at + [.key("channels")], in: 1...64, default: channels))
+            case .counts:
+                guard let list = value as? [Any], !list.isEmpty, list.count <= 64 else { throw error(at, "must be an array of 1…64 channel counts") }
+                var counts: [Int] = []
+                for (i, item) in list.enumerated() { counts.append(try integer(item, at + [.index(i)], in: 1...64, default: 1)) }
+                guard counts.reduce(0, +) <= 64 else { throw error(at, "\(counts.reduce(0, +)) channels in all; at most 64") }
+                shape[field.name] = .ints(counts)
+            case .file:
+                guard let text = value as? String, !text.isEmpty else { throw error(at, "must be a file path") }
+                shape[field.name] = .text(text)
+            case .choice(let names, _):
+                guard let text = value as? String, names.contains(text) else { throw error(at, "must be one of: \(names.joined(separator: ", "))") }
+                shape[field.name] = .text(text)
             }
-        } else {
-            if o["inputs"] != nil { throw error(path + [.key("inputs")], "only mixer nodes have a number of inputs") }
-            if o["format"] != nil { throw error(path + [.key("format")], "a \(type.rawValue) takes the format of its input; only mixer nodes set one") }
-            if o["inputParameters"] != nil { throw error(path + [.key("inputParameters")], "only mixer nodes have input parameters") }
         }
-        let table = tables[type]!
+        for field in type.fields { if case .file = field.kind, shape[field.name] == nil { throw error(path + [.key(field.name)], "a \(type.rawValue) needs \"\(field.name)\"") } }
+        let unit: AudioUnit
+        do { unit = try type.makeUnit(shape, fileChannels: channels, sampleRate: sampleRate ?? StreamFormat.maximumSampleRate) } catch let refusal {
+            throw error(path, "a \(type.rawValue) of this shape cannot be made: \(refusal)")
+        }
+        // This unit only answers for its parameters: at the rate, so rate-bound ranges are the real ones.
+        if let output = try? unit.streamFormat(scope: .output, element: 0),
+           let atRate = try? output.withSampleRate(sampleRate ?? StreamFormat.maximumSampleRate) {
+            try? unit.setStreamFormat(atRate, scope: .output, element: 0)
+        }
+        let table = ParameterTable(of: unit, sampleRate: sampleRate, rateNote: rateNote)
+        let inputs = type.inputCount(shape)
         var parameters: [String: Float] = [:]
         if let p = o["parameters"] {
             guard let dict = p as? [String: Any] else { throw error(path + [.key("parameters")], "must be an object of name: number") }
@@ -326,8 +336,8 @@ struct GraphFileReader {
                 inputParameters.append(values)
             }
         }
-        return NodeSpec(id: id, type: type, inputs: inputs, channels: nodeChannels, parameters: parameters,
-                        inputParameters: inputParameters, line: locator.line(of: path))
+        return NodeSpec(id: id, type: type, shape: shape, inputs: inputs, outputs: type.outputCount(shape, fileChannels: channels),
+                        parameters: parameters, inputParameters: inputParameters, line: locator.line(of: path))
     }
 
     /// "node" or "node:element"; "io" alone is element 1 as a source, 0 as a destination.
@@ -350,7 +360,7 @@ struct GraphFileReader {
         guard let node = nodes[id] else {
             throw error(path, "no node with id \"\(id)\" (nodes: \(["io"] + nodes.keys.sorted()))")
         }
-        let count = source ? 1 : node.inputs
+        let count = source ? node.outputs : node.inputs
         guard element < count else {
             throw error(path, "a \(node.type.rawValue) has \(source ? "output" : "input") element\(count == 1 ? " 0" : "s 0…\(count - 1)") only")
         }

@@ -151,11 +151,7 @@ final class LiveGraph {
     }
 
     private func makeUnit(_ node: NodeSpec, channels: Int) throws(AudioUnitError) -> AudioUnit {
-        let unit = node.type.makeUnit(inputs: node.inputs)
-        if node.type == .mixer {
-            let rate = sampleRate > 0 ? sampleRate : 48_000
-            try unit.setStreamFormat(try .float32(sampleRate: rate, channels: UInt32(node.channels ?? channels)), scope: .output, element: 0)
-        }
+        let unit = try node.type.makeUnit(node.shape, fileChannels: channels, sampleRate: sampleRate > 0 ? sampleRate : 48_000)
         _ = setParameters(of: unit, node, previous: nil)
         return unit
     }

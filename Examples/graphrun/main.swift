@@ -25,6 +25,7 @@ options:
                       Bounds that follow the sample rate (a low-pass cutoff's top, half the
                       rate) are checked at --rate's, else at 48000 Hz; the answer says which
   --rate HZ           with --check: the server's sample rate to check at, 1000…768000
+  --list              list the node types, their shape fields and their parameters, and exit
   --help              show this help
 
 control (standard input, one per line): reload | dump | quit      (end of input keeps running)
@@ -58,6 +59,9 @@ while let argument = arguments.next() {
     if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect]) { continue }
     switch argument {
     case "--help", "-h": tool.help(usage)
+    case "--list":
+        tool.say(NodeType.listing())
+        exit(ExitStatus.success)
     case "--check": checkOnly = true
     case "--rate": checkRate = arguments.integer(for: argument, in: 1000...Int(StreamFormat.maximumSampleRate))
     case let arg where arg.hasPrefix("-"): arguments.unknown(arg)

@@ -109,7 +109,41 @@ extension JACKIntegration {
             ("{\n  \"nodes\": [ { \"id\": \"g\", \"type\": \"gate\" } ],\n  \"connections\": []\n}\n", ":2: nodes[0].type: must be one of: lowpass, mutegate, mixer"),
             ("{\n  \"nodes\": [\n    { \"id\": \"a\", \"type\": \"lowpass\" },\n    { \"id\": \"b\", \"type\": \"lowpass\" }\n  ],\n  \"connections\": [\n    { \"from\": \"a\", \"to\": \"b\" },\n    { \"from\": \"b\", \"to\": \"a\" }\n  ]\n}\n",
              ":8: connections[1]: b → a closes a cycle"),
+            ("{\n  \"nodes\": [ { \"id\": \"m\", \"type\": \"merger\",\n    \"inputChannels\": [40, 40] } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].inputChannels: 80 channels in all; at most 64"),
+            ("{\n  \"nodes\": [ { \"id\": \"lp\", \"type\": \"lowpass\", \"inputs\": 2 } ],\n  \"connections\": []\n}\n",
+             ":2: nodes[0].inputs: unknown field (expected one of: comment, id, parameters, type)"),
+            ("{\n  \"nodes\": [ { \"id\": \"s\", \"type\": \"splitter\" } ],\n  \"connections\": [\n    { \"from\": \"s:2\", \"to\": \"io\" }\n  ]\n}\n",
+             ":4: connections[0].from: a splitter has output elements 0…1 only"),
         ]
+
+        /// A channel splitter and a merger from a file cross the channels: speech into in_1 comes
+        /// out of out_2 bit for bit, and `--list` names both types.
+        @Test func routingUnitsFromAFileCrossTheChannels() throws {
+            let text = """
+            { "channels": 2,
+              "nodes": [ { "id": "split", "type": "channelsplitter" },
+                         { "id": "merge", "type": "merger", "inputChannels": [1, 1] } ],
+              "connections": [ { "from": "io", "to": "split" },
+                               { "from": "split:0", "to": "merge:1" }, { "from": "split:1", "to": "merge:0" },
+                               { "from": "merge", "to": "io" } ] }
+            """
+            let path = try temporaryFile(text)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let name = "gr-cross-\(getpid())"
+            let tool = try ToolProcess("graphrun", [path, "--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("graphrun: running"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-gr-cross", play: speech, captureFrames: speech.count + 8192)
+            probe.connect(probe.outPort, "\(name):in_1")
+            probe.connect("\(name):out_2", probe.inPort)
+            #expect(exactDelay(of: speech, in: probe.run()) != nil, "in_1 → split:0 → merge:1 → out_2, bit-exact")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            let list = try ToolProcess("graphrun", ["--list"], server: server)
+            #expect(list.waitForExit() == 0)
+            #expect(list.stdout.contains("merger: inputs' channels side by side") && list.stdout.contains("parameter cutoff: hertz, 10…24000, default 6900"), "\(list.stdout)")
+        }
 
         /// A file that cannot be read is refused with the system's reason.
         @Test func anUnreadableFileIsRefusedWithTheReason() throws {

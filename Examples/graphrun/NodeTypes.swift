@@ -1,0 +1,153 @@
+// graphrun: the unit types a graph file can name — each type's shape fields (fixed when the unit is made), element counts and factory; `graphrun --list` prints them.
+import AudioGraph
+
+/// A value of a shape field, as read from the file.
+enum ShapeValue: Equatable, CustomStringConvertible {
+    case int(Int)
+    case ints([Int])
+    case text(String)
+
+    var description: String {
+        switch self {
+        case .int(let n): return String(n)
+        case .ints(let list): return "[" + list.map(String.init).joined(separator: ", ") + "]"
+        case .text(let s): return "\"\(s)\""
+        }
+    }
+}
+
+/// A node's shape: the fields that decide which unit is made (element counts, channels, an
+/// impulse-response file). Changing one replaces the unit; parameters change in place.
+typealias Shape = [String: ShapeValue]
+
+/// One shape field a node type takes.
+struct ShapeField {
+    enum Kind {
+        /// An integer in a range, with a default.
+        case count(ClosedRange<Int>, default: Int)
+        /// `"format": {"channels": N}`: the output's channels (1…64), default the file's `channels`.
+        case format
+        /// An array of channel counts (1…64 each), with a default.
+        case counts(default: [Int])
+        /// A file path (required).
+        case file
+        /// One of some names, with a default.
+        case choice([String], default: String)
+    }
+    let name: String
+    let kind: Kind
+    /// One line for `--list`.
+    let help: String
+}
+
+/// A unit type a graph file can name.
+enum NodeType: String, CaseIterable {
+    case lowpass, mutegate, mixer, splitter, channelsplitter, merger
+
+    /// One line for `--list`: what it is and which Apple / Web Audio unit it mirrors.
+    var summary: String {
+        switch self {
+        case .lowpass: return "second-order low-pass filter (kAudioUnitSubType_LowPassFilter)"
+        case .mutegate: return "click-free mute (ours)"
+        case .mixer: return "multichannel mixer (kAudioUnitSubType_MultiChannelMixer): inputs summed with volume and pan"
+        case .splitter: return "one input copied to several outputs (kAudioUnitSubType_Splitter)"
+        case .channelsplitter: return "each input channel to its own mono output (Web Audio ChannelSplitterNode)"
+        case .merger: return "inputs' channels side by side in one output (kAudioUnitSubType_Merger, Web Audio ChannelMergerNode)"
+        }
+    }
+
+    /// The shape fields the type takes.
+    var fields: [ShapeField] {
+        switch self {
+        case .lowpass, .mutegate: return []
+        case .mixer:
+            return [ShapeField(name: "inputs", kind: .count(1...1024, default: 1), help: "input elements"),
+                    ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: the output's channels")]
+        case .splitter:
+            return [ShapeField(name: "outputs", kind: .count(1...64, default: 2), help: "output elements, each a copy of the input"),
+                    ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: the input's and every output's channels")]
+        case .channelsplitter:
+            return [ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: the input's channels = the mono outputs")]
+        case .merger:
+            return [ShapeField(name: "inputChannels", kind: .counts(default: [1, 1]), help: "each input element's channels, 64 in all at most")]
+        }
+    }
+
+    /// Input elements a node of this shape has.
+    func inputCount(_ shape: Shape) -> Int {
+        switch self {
+        case .mixer: return shape.int("inputs") ?? 1
+        case .merger: return shape.ints("inputChannels")?.count ?? 2
+        default: return 1
+        }
+    }
+
+    /// Output elements a node of this shape has (with `fileChannels` for a default format).
+    func outputCount(_ shape: Shape, fileChannels: Int) -> Int {
+        switch self {
+        case .splitter: return shape.int("outputs") ?? 2
+        case .channelsplitter: return shape.int("format") ?? fileChannels
+        default: return 1
+        }
+    }
+
+    /// A new, detached unit of this type and shape at `sampleRate`.
+    /// - Throws: the unit's own error when it refuses the shape.
+    func makeUnit(_ shape: Shape = [:], fileChannels: Int = 2, sampleRate: Double = 48_000) throws(AudioUnitError) -> AudioUnit {
+        let channels = shape.int("format") ?? fileChannels
+        let unit: AudioUnit
+        switch self {
+        case .lowpass: unit = LowPassFilterUnit()
+        case .mutegate: unit = MuteGateUnit()
+        case .mixer: unit = MultichannelMixerUnit(inputs: shape.int("inputs") ?? 1)
+        case .splitter: unit = try SplitterUnit(outputs: shape.int("outputs") ?? 2, channels: channels)
+        case .channelsplitter: unit = try ChannelSplitterUnit(channels: channels)
+        case .merger: unit = try MergerUnit(inputChannels: shape.ints("inputChannels") ?? [1, 1])
+        }
+        // Output formats at the server's rate (a mixer's with the file's channels); the others follow their input.
+        let outputChannels = self == .mixer ? channels : Int((try unit.streamFormat(scope: .output, element: 0)).channelsPerFrame)
+        if [.mixer, .splitter, .channelsplitter, .merger].contains(self) {
+            try unit.setStreamFormat(try .float32(sampleRate: sampleRate, channels: UInt32(outputChannels)), scope: .output, element: 0)
+        }
+        return unit
+    }
+
+    /// `graphrun --list`: every type, its shape fields and its parameters (name, unit, range,
+    /// default at 48 kHz), as a file names them.
+    static func listing() -> String {
+        var lines = ["node types (\"type\" in a graph file); parameters as \"parameters\": {name: value}, ranges at 48000 Hz:"]
+        for type in allCases {
+            lines.append("")
+            lines.append("\(type.rawValue): \(type.summary)")
+            for field in type.fields { lines.append("  \"\(field.name)\": \(field.help) \(field.defaultDescription)") }
+            guard let unit = try? type.makeUnit() else { continue }
+            let table = ParameterTable(of: unit)
+            for (name, info) in table.node.sorted(by: { $0.value.id < $1.value.id }) {
+                lines.append("  parameter \(name): \(ParameterTable.describe(info))")
+            }
+            for (name, info) in table.input.sorted(by: { $0.value.id < $1.value.id }) {
+                lines.append("  input parameter \(name) (\"inputParameters\": [{…} per input]): \(ParameterTable.describe(info))")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension ShapeField {
+    /// "(1…1024, default 1)" and the like, for `--list`.
+    var defaultDescription: String {
+        switch kind {
+        case .count(let range, let d): return "(\(range.lowerBound)…\(range.upperBound), default \(d))"
+        case .format: return "(1…64, default the file's channels)"
+        case .counts(let d): return "(default \(ShapeValue.ints(d)))"
+        case .file: return "(required)"
+        case .choice(let names, let d): return "(\(names.joined(separator: " | ")), default \(d))"
+        }
+    }
+}
+
+extension Dictionary where Key == String, Value == ShapeValue {
+    func int(_ name: String) -> Int? { if case .int(let n)? = self[name] { return n }; return nil }
+    func ints(_ name: String) -> [Int]? { if case .ints(let list)? = self[name] { return list }; return nil }
+    func text(_ name: String) -> String? { if case .text(let s)? = self[name] { return s }; return nil }
+}
