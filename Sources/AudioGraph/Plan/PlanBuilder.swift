@@ -393,6 +393,9 @@ struct PlanBuilder {
             steps[index] = PlanStep(kind: unit.kernelKind, state: kernel.bytes, parameters: unit.bank.values,
                                     automation: unit.bank.automation.state,
                                     inputs: inputs, inputCount: formats.inputs.count,
+                                    pullsInputs: (0..<formats.inputs.count).contains {
+                                        inputs[$0].callback != nil || inputs[$0].converter != nil || inputs[$0].delay != nil
+                                    },
                                     output: output, ownedOutput: ownedOutput, outputChannelCount: outChannels,
                                     sampleRate: Float(unitRate), rateIndex: rateIndex(unitRate),
                                     custom: customKernel(unit, inputChannels: inputChannels, outputChannels: outChannels),

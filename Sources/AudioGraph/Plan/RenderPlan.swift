@@ -68,6 +68,9 @@ struct PlanStep {
     var automation: UnsafeMutablePointer<AutomationState>
     var inputs: UnsafeMutablePointer<PlanInput>
     var inputCount: Int
+    /// Whether any input has work before the kernel reads it (a render callback, a converter,
+    /// a compensation delay); most have none, and the render loop then skips them all.
+    var pullsInputs: Bool
     /// `[channel]` pointers consumers read. Reset to `ownedOutput` before the kernel runs; a
     /// kernel that passes its input through unchanged may point them at its input's buffers
     /// instead of copying (valid for the rest of the slice: every producer renders before its

@@ -106,11 +106,13 @@ enum RenderLoop {
         // 2. Units in pull order, each at its own rate.
         for i in 0..<p.stepCount {
             let step = p.steps + i
-            for k in 0..<step.pointee.inputCount {
-                let input = step.pointee.inputs + k
-                // Most inputs are plain connections: nothing to run before the kernel reads them.
-                if input.pointee.callback != nil || input.pointee.converter != nil || input.pointee.delay != nil {
-                    errors &+= pullInput(input, domains)
+            // Most inputs are plain connections: nothing to run before the kernel reads them.
+            if step.pointee.pullsInputs {
+                for k in 0..<step.pointee.inputCount {
+                    let input = step.pointee.inputs + k
+                    if input.pointee.callback != nil || input.pointee.converter != nil || input.pointee.delay != nil {
+                        errors &+= pullInput(input, domains)
+                    }
                 }
             }
             let n = domains.frames[step.pointee.rateIndex]
