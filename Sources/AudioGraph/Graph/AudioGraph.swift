@@ -9,7 +9,7 @@ import Glibc
 /// Lifecycle: create → add nodes and connect them → ``initialize()`` → ``start()`` → (edits +
 /// ``update()``)* → ``stop()`` → ``uninitialize()``. Edits (connect, disconnect, set an input
 /// callback, remove a node, clear connections) are validated when made and queued; ``update()``
-/// applies all queued edits at once or, if any fails, none of them. ``addNode(_:)`` takes effect
+/// applies all queued edits at once or, if any fails, none of them. ``addNode(_:)-(AudioUnit)`` takes effect
 /// at once, but a new node is only rendered once an update connects it. ``initialize()`` applies
 /// queued edits too.
 ///

@@ -70,7 +70,7 @@ public enum AudioUnitError: Int32, Error, Sendable, CaseIterable, CustomStringCo
         case .nodeNotFound: return "nodeNotFound (-10860): the node is not in the graph (removed, or from another graph)"
         case .invalidConnection: return "invalidConnection (-10861): the connection would make a cycle or the input element is already fed; disconnect it first"
         case .outputNodeErr: return "outputNodeErr (-10862): a graph needs exactly one IO node"
-        case .invalidAudioUnit: return "invalidAudioUnit (-10864): the unit already belongs to a graph"
+        case .invalidAudioUnit: return "invalidAudioUnit (-10864): the unit already belongs to a graph, or no component matches the description"
         }
     }
 }

@@ -1,0 +1,34 @@
+// Components: the built-in units as components, under Apple's four-character codes where Apple has the unit and ours (manufacturer `AGph`) for the rest.
+
+extension AudioComponentRegistry {
+    /// Our manufacturer code for units Apple does not have: `AGph`.
+    public static var ourManufacturer: FourCharCode { FourCharCode(fourCharacters: "AGph")! }
+
+    /// A built-in component from four-character strings.
+    static func builtIn(_ type: String, _ subType: String, _ manufacturer: String, _ name: String,
+                        _ factory: @escaping @Sendable () throws(AudioUnitError) -> AudioUnit) -> AudioComponent {
+        let description = AudioComponentDescription(componentType: FourCharCode(fourCharacters: type)!,
+                                                    componentSubType: FourCharCode(fourCharacters: subType)!,
+                                                    componentManufacturer: FourCharCode(fourCharacters: manufacturer)!)
+        return AudioComponent(description, name: name, origin: "built-in", factory: factory)
+    }
+
+    /// The engine's own units. Apple's codes (manufacturer `appl`) where the unit stands in for
+    /// Apple's: `auou/rioc` RemoteIO, `aumx/mcmx` multichannel mixer, `aufx/lpas` low-pass,
+    /// `augn/afpl` file player, `aufc/splt` splitter, `aufc/merg` merger. Ours (`AGph`) for the
+    /// mute gate (`aufx/mute`) and the channel splitter (`aufc/chsp`). ``RenderCallbackUnit``
+    /// needs your closure, so it is not a component (register your own with
+    /// ``register(_:)``).
+    public static let builtIns: [AudioComponent] = {
+        [
+            builtIn("auou", "rioc", "appl", "Apple: AURemoteIO") { IOUnit() },
+            builtIn("aumx", "mcmx", "appl", "Apple: AUMultiChannelMixer") { MultichannelMixerUnit(inputs: 1) },
+            builtIn("aufx", "lpas", "appl", "Apple: AULowpass") { LowPassFilterUnit() },
+            builtIn("augn", "afpl", "appl", "Apple: AUAudioFilePlayer") { AudioFilePlayerUnit() },
+            builtIn("aufc", "splt", "appl", "Apple: AUSplitter") { () throws(AudioUnitError) in try SplitterUnit() },
+            builtIn("aufc", "merg", "appl", "Apple: AUMerger") { () throws(AudioUnitError) in try MergerUnit() },
+            builtIn("aufx", "mute", "AGph", "AudioGraph: MuteGate") { MuteGateUnit() },
+            builtIn("aufc", "chsp", "AGph", "AudioGraph: ChannelSplitter") { () throws(AudioUnitError) in try ChannelSplitterUnit() },
+        ]
+    }()
+}
