@@ -44,8 +44,9 @@ control:
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
 output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, DSP load,
-server, sample rate, period, meters); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`,
-`low-pass: on (1000 Hz)`, `xruns: 2`, and one `status: …` line per `status` command.
+server, sample rate, period, meters, and errors and notices for 5 s each, all printed below it
+at exit); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`, `low-pass: on (1000 Hz)`,
+`xruns: 2`, and one `status: …` line per `status` command (errors on stderr).
 
 exit status: 0 after quit or a signal; 1 when JACK fails (no server, server gone, port errors,
 a --start-server that cannot start); 2 for bad options (including a name JACK cannot take, a

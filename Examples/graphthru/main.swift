@@ -61,7 +61,7 @@ view.startupReport(lowpass: options.lowpass)
 if options.dump { view.say(monitor.graph.description) }
 
 // Meters and the recorder watch the running graph from their own threads; meters are optional.
-do { try monitor.installMeters() } catch { tool.complain("level meters unavailable: \(error)") }
+do { try monitor.installMeters() } catch { view.complain("level meters unavailable: \(error)") }
 if let path = options.record {
     do { try monitor.startRecording(path: path, format: options.recordFormat) } catch {
         driver.close()
@@ -70,7 +70,7 @@ if let path = options.record {
 }
 
 // Control: keys in a terminal we own, lines otherwise.
-let commands = Commands(tool: tool, monitor: monitor, view: view)
+let commands = Commands(monitor: monitor, view: view)
 commands.enterKeyModeIfForeground()
 view.report("mute: \(view.muteText)")
 if view.display == .terminal { view.redraw() }
@@ -78,12 +78,13 @@ if view.display == .terminal { view.redraw() }
 // 5. The loop, until quit, a signal or the server's end: it follows the server's rate, and on
 // each wake-up says a failed recording once, shows xruns and redraws.
 let loop = MainLoop(tool: tool, driver: driver, input: commands.interactive ? .keys(commands.key) : .lines(commands.line))
+loop.complain = { view.complain($0) }
 loop.readsInputNow = { !commands.interactive || commands.keyMode }
 loop.onBackground = { commands.leaveKeyMode() }
 loop.onSampleRateFollowed = { view.report("sample rate: \(driver.sampleRate) Hz") }
 loop.onWake = {
     if let failure = monitor.newRecordingFailure() {
-        tool.complain("\(failure); monitoring goes on, frames from here on are counted as dropped")
+        view.complain("\(failure); monitoring goes on, frames from here on are counted as dropped")
     }
     view.refresh()
     if commands.interactive { commands.enterKeyModeIfForeground() }
@@ -92,14 +93,17 @@ loop.onWake = {
 var status = loop.run()
 
 // 6. Close: the terminal back as it was, the recording finished (the recorder writes the rest),
-// then the client and the server, given 2 s rather than hang on a wedged server.
+// the status area drawn a last time with the run's messages below it, then the client and the
+// server, given 2 s rather than hang on a wedged server.
 commands.leaveKeyMode()
-view.redraw()
 if let recorder = monitor.recorder {
     do throws(RecorderError) { try recorder.stop() } catch {
-        if !monitor.recordingFailureWasShown { tool.complain("\(error)") }
+        if !monitor.recordingFailureWasShown { view.complain("\(error)") }
         status = ExitStatus.failure
     }
+}
+view.closeStatusArea()
+if let recorder = monitor.recorder {
     view.say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)")
 }
 let xruns = driver.xrunCount, load = driver.cpuLoad

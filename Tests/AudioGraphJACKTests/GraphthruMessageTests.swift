@@ -1,0 +1,169 @@
+// Tests, JACK: graphthru's messages in a terminal (the status area's message lines), against a real jackd.
+import AudioGraphTestSupport
+import Foundation
+import Testing
+
+extension JACKIntegration {
+    /// What graphthru says while its status area is on the terminal: errors and notices in the
+    /// area's message lines, then in the scrollback at exit, the header never copied.
+    @Suite("graphthru messages against a real jackd")
+    struct GraphthruMessageTests {
+        let server = TestServer.shared
+
+        @Test func messagesStayInTheStatusAreaForSecondsThenReachTheScrollbackAndTheHeaderIsNeverCopied() throws {
+            let name = "gt-messages"
+            let command = "stty cols 120 rows 30 && exec '\(ToolProcess.binary.path)' --name \(name) --no-autoconnect"
+            let tool = try TerminalProcess(["/bin/sh", "-c", command], server: server)
+            #expect(tool.waitFor("keys: m mute"), "output: \(tool.output)")
+            // 0 dB + 4 steps of 3 dB is the +12 dB top; the fifth step is refused with a notice.
+            for key in ["+", "+", "+", "+", "+", "x"] { tool.type(key) }
+            let volumeNotice = "graphthru: volume 15.0 dB is outside -60…+12 dB; set to 12.0 dB"
+            let keyNotice = "graphthru: key 'x' does nothing"
+            // Eight redraws after both were said: a message that stays is on every one of them.
+            #expect(waitUntil { redrawsSince(keyNotice, in: tool.output) >= 8 }, "output: \(tool.output)")
+            var terminal = VirtualTerminal(rows: 30, columns: 120)
+            terminal.feed(tool.output)
+            let withBoth = terminal.frames.filter { frame in
+                frame.contains { $0.hasPrefix(volumeNotice) } && frame.contains { $0.hasPrefix(keyNotice) }
+            }
+            #expect(withBoth.count >= 8, "both messages on \(withBoth.count) redraws: \(terminal.frames.last ?? [])")
+            // They go after a few seconds (the area returns to its own lines).
+            #expect(waitUntil(timeout: 15) {
+                var later = VirtualTerminal(rows: 30, columns: 120)
+                later.feed(tool.output)
+                // The status area: from its header down (the start-up lines above it say "graphthru: " too).
+                let frame = later.frames.last ?? []
+                let area = frame.drop { !$0.hasPrefix("graphthru · client") }
+                return !area.isEmpty && !area.contains { $0.hasPrefix("graphthru: ") }
+            }, "the message lines empty again")
+            tool.type("q")
+            #expect(tool.waitForExit() == 0)
+
+            var final = VirtualTerminal(rows: 30, columns: 120)
+            final.feed(tool.output)
+            let lines = final.lines
+            #expect(lines.filter { $0.hasPrefix("graphthru · client") }.count == 1, "one header, no copies: \(lines)")
+            // After quit, below the last status area: each message once, in the order said.
+            let keys = try #require(lines.lastIndex { $0.hasPrefix("keys: m mute") }, "\(lines)")
+            let after = Array(lines[(keys + 1)...])
+            #expect(after.filter { $0 == volumeNotice }.count == 1, "the volume notice in the scrollback: \(after)")
+            let volume = after.firstIndex(of: volumeNotice) ?? .max, key = after.firstIndex { $0.hasPrefix(keyNotice) } ?? -1
+            #expect(volume < key, "the key notice after the volume notice: \(after)")
+            #expect(after.last?.hasPrefix("graphthru: stopped") == true, "\(after)")
+        }
+
+        @Test func theServerShuttingDownIsSaidBelowTheStatusAreaAndExitsOne() throws {
+            let doomed = try PrivateServer(name: "audiograph-tty-doomed-\(getpid())")
+            let command = "stty cols 120 rows 30 && exec '\(ToolProcess.binary.path)' --name gt-tty-doomed --no-autoconnect"
+            let tool = try TerminalProcess(["/bin/sh", "-c", command], server: doomed.name)
+            #expect(tool.waitFor("keys: m mute"), "output: \(tool.output)")
+            doomed.kill(signal: SIGTERM)   // as an administrator stops it
+            #expect(tool.waitForExit(timeout: 5) == 1, "output: \(tool.output)")
+            var final = VirtualTerminal(rows: 30, columns: 120)
+            final.feed(tool.output)
+            let lines = final.lines
+            #expect(lines.filter { $0.hasPrefix("graphthru · client") }.count == 1, "one header, no copies: \(lines)")
+            let keys = try #require(lines.lastIndex { $0.hasPrefix("keys: m mute") }, "\(lines)")
+            #expect(lines[(keys + 1)...].contains { $0.hasPrefix("graphthru: the JACK server shut down") }, "said below the area: \(lines)")
+        }
+    }
+}
+
+/// Waits until `condition` holds, polling every 20 ms; false after `timeout` seconds.
+private func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
+
+/// How many redraws (each ends with "erase below", ESC [ J) the output has after `text` first appears.
+private func redrawsSince(_ text: String, in output: String) -> Int {
+    guard let start = output.range(of: text)?.upperBound else { return 0 }
+    return output[start...].components(separatedBy: "\u{1B}[J").count - 1
+}
+
+/// A minimal terminal: what a program's output leaves on a screen of `rows` × `columns` and in
+/// the scrollback above it. It knows what graphthru writes: text, CR, LF, cursor up
+/// (ESC [ n A), erase line (ESC [ 2 K), erase below (ESC [ J); other escape sequences are
+/// skipped. Every character takes one column; a line longer than the screen wraps.
+struct VirtualTerminal {
+    let rows: Int, columns: Int
+    private var scrollback: [String] = []
+    private var screen: [[Unicode.Scalar]]
+    private var row = 0, column = 0
+    /// The screen after each erase-below: graphthru ends every redraw of its status area with it.
+    private(set) var frames: [[String]] = []
+
+    init(rows: Int, columns: Int) {
+        self.rows = rows
+        self.columns = columns
+        screen = Array(repeating: [], count: rows)
+    }
+
+    /// Every line, scrollback then screen, without trailing spaces or the empty rows below.
+    var lines: [String] {
+        var all = scrollback + screenLines
+        while all.last?.isEmpty == true { all.removeLast() }
+        return all
+    }
+
+    private var screenLines: [String] {
+        screen.map { line in
+            var text = String(String.UnicodeScalarView(line))
+            while text.last == " " { text.removeLast() }
+            return text
+        }
+    }
+
+    private mutating func lineFeed() {
+        row += 1
+        if row == rows {
+            scrollback.append(screenLines[0])
+            screen.removeFirst()
+            screen.append([])
+            row = rows - 1
+        }
+    }
+
+    mutating func feed(_ text: String) {
+        let scalars = Array(text.unicodeScalars)
+        var i = 0
+        while i < scalars.count {
+            let c = scalars[i]
+            i += 1
+            switch c {
+            case "\u{1B}":
+                guard i < scalars.count, scalars[i] == "[" else { i += 1; continue }
+                i += 1
+                var parameter = ""
+                while i < scalars.count, ("0"..."9").contains(scalars[i]) || scalars[i] == ";" || scalars[i] == "?" {
+                    parameter.unicodeScalars.append(scalars[i])
+                    i += 1
+                }
+                guard i < scalars.count else { return }
+                let command = scalars[i]
+                i += 1
+                switch command {
+                case "A": row = max(0, row - (Int(parameter) ?? 1))
+                case "K" where parameter == "2": screen[row] = []
+                case "J" where parameter.isEmpty || parameter == "0":
+                    screen[row] = Array(screen[row].prefix(column))
+                    for r in (row + 1)..<rows { screen[r] = [] }
+                    frames.append(screenLines)
+                default: break
+                }
+            case "\r": column = 0
+            case "\n": lineFeed()
+            default:
+                if c.value < 0x20 { continue }
+                if column >= columns { column = 0; lineFeed() }
+                while screen[row].count < column { screen[row].append(" ") }
+                if column < screen[row].count { screen[row][column] = c } else { screen[row].append(c) }
+                column += 1
+            }
+        }
+    }
+}
