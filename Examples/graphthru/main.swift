@@ -22,7 +22,13 @@ let tool = Tool(name: "graphthru")
 // Closed standard streams are parked first, so the files libjack opens cannot take their numbers.
 Tool.parkClosedStandardStreams()
 
-// 1. Options: every mistake is refused (status 2) before anything starts.
+// A file-size limit (`ulimit -f`) reached by --record is a failed write, reported while
+// monitoring goes on, as a full disk is (and refused with the options when the file cannot
+// even start); by default SIGXFSZ would kill the process, JACK client and all.
+signal(SIGXFSZ, SIG_IGN)
+
+// 1. Options: every mistake is refused (status 2) before anything starts, a --record file that
+// cannot be created included (before any server is started or joined).
 var options = Options.parse(tool: tool)
 
 // Quit signals only wake the main loop (through a pipe), whichever thread takes them; a second
@@ -94,7 +100,8 @@ var status = loop.run()
 
 // 6. Close: the terminal back as it was, the recording finished (the recorder writes the rest),
 // the status area drawn a last time with the run's messages below it, then the client and the
-// server, given 2 s rather than hang on a wedged server.
+// server, given 2 s rather than hang on a wedged server. A recording that lost audio to a failed
+// write exits 1 whatever ended the run: the file is not what was asked for, as with graphrecord.
 commands.leaveKeyMode()
 if let recorder = monitor.recorder {
     do throws(RecorderError) { try recorder.stop() } catch {
@@ -104,7 +111,8 @@ if let recorder = monitor.recorder {
 }
 view.closeStatusArea()
 if let recorder = monitor.recorder {
-    view.say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)")
+    let incomplete = recorder.writeError != nil ? "; incomplete: writing failed (see above), so the exit status is 1" : ""
+    view.say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)\(incomplete)")
 }
 let xruns = driver.xrunCount, load = driver.cpuLoad
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) {

@@ -1,11 +1,15 @@
-// Tests, JACK: graphthru's messages in a terminal (the status area's message lines), against a real jackd.
+// Tests, JACK: graphthru's messages in a terminal (the status area's message lines) and a --record file refused before JACK, against a real jackd.
+import CJack
 import AudioGraphTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 extension JACKIntegration {
-    /// What graphthru says while its status area is on the terminal: errors and notices in the
-    /// area's message lines, then in the scrollback at exit, the header never copied.
+    /// What graphthru says while its status area is on the terminal (errors and notices in the
+    /// area's message lines, then in the scrollback at exit, the header never copied), a
+    /// recording that fails while it runs, and a --record file refused before anything joins
+    /// JACK, against a real jackd.
     @Suite("graphthru messages against a real jackd")
     struct GraphthruMessageTests {
         let server = TestServer.shared
@@ -52,6 +56,37 @@ extension JACKIntegration {
             #expect(after.last?.hasPrefix("graphthru: stopped") == true, "\(after)")
         }
 
+        @Test func aRecordingWriteFailureIsShownAndKeptAndQuitThenExitsOneAsTheREADMESays() throws {
+            // A real write failure: a file-size limit of 100 KiB (RLIMIT_FSIZE, `ulimit -f`) ends the
+            // float32 stereo recording after about a quarter of a second of audio; write(2) fails
+            // with EFBIG as it would with ENOSPC on a full disk. graphthru ignores SIGXFSZ itself:
+            // `env --default-signal` hands it the signal unblocked and at its default (the test
+            // runner's threads block signals, and a child inherits that), which kills the process.
+            let name = "gt-recfail"
+            let path = "/tmp/gt-recfail-\(getpid()).wav"
+            defer { unlink(path) }
+            let command = "stty cols 200 rows 30 && ulimit -f 100 && exec env --default-signal=XFSZ '\(ToolProcess.binary.path)' --name \(name) --no-autoconnect --record '\(path)'"
+            let tool = try TerminalProcess(["/bin/bash", "-c", command], server: server)
+            let failure = "graphthru: writing \(path) failed: "
+            #expect(tool.waitFor(failure), "output: \(tool.output)")
+            #expect(waitUntil { redrawsSince(failure, in: tool.output) >= 5 }, "output: \(tool.output)")
+            var terminal = VirtualTerminal(rows: 30, columns: 200)
+            terminal.feed(tool.output)
+            #expect(terminal.frames.filter { $0.contains { $0.hasPrefix(failure) } }.count >= 5, "the failure stays in the status area")
+            tool.type("q")
+            // README: 1 after a recording lost audio to a failed write, however the run ended.
+            #expect(tool.waitForExit() == 1, "output: \(tool.output)")
+            var final = VirtualTerminal(rows: 30, columns: 200)
+            final.feed(tool.output)
+            let lines = final.lines
+            #expect(lines.filter { $0.hasPrefix("graphthru · client") }.count == 1, "one header, no copies: \(lines)")
+            let keys = try #require(lines.lastIndex { $0.hasPrefix("keys: m mute") }, "\(lines)")
+            let after = lines[(keys + 1)...].joined(separator: "\n")
+            #expect(after.contains(failure) && after.contains("File too large"), "the failure in the scrollback: \(after)")
+            #expect(after.contains("(libsndfile)"), "libsndfile's reason: \(after)")
+            #expect(after.contains("; incomplete: writing failed (see above), so the exit status is 1"), "\(after)")
+        }
+
         @Test func theServerShuttingDownIsSaidBelowTheStatusAreaAndExitsOne() throws {
             let doomed = try PrivateServer(name: "audiograph-tty-doomed-\(getpid())")
             let command = "stty cols 120 rows 30 && exec '\(ToolProcess.binary.path)' --name gt-tty-doomed --no-autoconnect"
@@ -65,6 +100,19 @@ extension JACKIntegration {
             #expect(lines.filter { $0.hasPrefix("graphthru · client") }.count == 1, "one header, no copies: \(lines)")
             let keys = try #require(lines.lastIndex { $0.hasPrefix("keys: m mute") }, "\(lines)")
             #expect(lines[(keys + 1)...].contains { $0.hasPrefix("graphthru: the JACK server shut down") }, "said below the area: \(lines)")
+        }
+
+        @Test func aRecordFileThatCannotBeCreatedIsRefusedBeforeAnyClientJoinsJACK() throws {
+            let watcher = RegistrationWatcher(server: server)
+            let name = "gt-norecord-\(getpid())"
+            let tool = try ToolProcess(["--name", name, "--record", "/nonexistent-dir/x.wav"], server: server)
+            #expect(tool.waitForExit() == 2)
+            #expect(tool.stderr == "graphthru: --record: cannot create /nonexistent-dir/x.wav: No such file or directory\n", "stderr: \(tool.stderr)")
+            #expect(tool.stdout.isEmpty, "nothing started: \(tool.stdout)")
+            // The watcher sees clients that do register: a probe opened now.
+            let probe = ProbeClient(server: server, name: "probe-norecord", play: [0], captureFrames: 1)
+            #expect(waitUntil { watcher.registered.contains(probe.name) }, "the watcher sees registrations: \(watcher.registered)")
+            #expect(!watcher.registered.contains { $0.hasPrefix(name) }, "graphthru joined JACK: \(watcher.registered)")
         }
     }
 }
@@ -83,6 +131,36 @@ private func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
 private func redrawsSince(_ text: String, in output: String) -> Int {
     guard let start = output.range(of: text)?.upperBound else { return 0 }
     return output[start...].components(separatedBy: "\u{1B}[J").count - 1
+}
+
+/// A JACK client that records the name of every client that registers on its server after it.
+// SAFETY (@unchecked Sendable): the client handle is a constant; the names are behind a Mutex (JACK's notification thread appends).
+final class RegistrationWatcher: @unchecked Sendable {
+    private let client: OpaquePointer
+    private let names = Mutex<[String]>([])
+
+    init(server: String) {
+        var status = jack_status_t(rawValue: 0)
+        let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
+        guard let client = audiograph_jack_client_open("registration-watch", options, &status, server) else {
+            preconditionFailure("the watcher could not open on \(server): status \(status.rawValue)")
+        }
+        self.client = client
+        jack_set_client_registration_callback(client, { name, registered, arg in
+            guard registered != 0, let name, let arg else { return }
+            let watcher = Unmanaged<RegistrationWatcher>.fromOpaque(arg).takeUnretainedValue()
+            watcher.names.withLock { $0.append(String(cString: name)) }
+        }, Unmanaged.passUnretained(self).toOpaque())
+        precondition(jack_activate(client) == 0)
+    }
+
+    /// The clients that registered so far.
+    var registered: [String] { names.withLock { $0 } }
+
+    deinit {
+        jack_deactivate(client)
+        jack_client_close(client)
+    }
 }
 
 /// A minimal terminal: what a program's output leaves on a screen of `rows` × `columns` and in
