@@ -285,7 +285,12 @@ final class TerminalProcess: @unchecked Sendable {
         return false
     }
 
-    func type(_ key: String) { input.fileHandleForWriting.write(Data(key.utf8)) }
+    /// Types `key`; nothing once the command has exited (writing to its closed pipe would end
+    /// the test runner: a tool that died is the test's finding, not the runner's crash).
+    func type(_ key: String) {
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.write(contentsOf: Data(key.utf8))
+    }
 
     func waitForExit(timeout: Double = 10) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)

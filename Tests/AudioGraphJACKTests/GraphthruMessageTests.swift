@@ -18,13 +18,13 @@ extension JACKIntegration {
             let name = "gt-messages"
             let command = "stty cols 120 rows 30 && exec '\(ToolProcess.binary.path)' --name \(name) --no-autoconnect"
             let tool = try TerminalProcess(["/bin/sh", "-c", command], server: server)
-            #expect(tool.waitFor("keys: m mute"), "output: \(tool.output)")
+            #expect(tool.waitFor("keys: m mute"), "screen: \(shown(tool.output))")
             // 0 dB + 4 steps of 3 dB is the +12 dB top; the fifth step is refused with a notice.
             for key in ["+", "+", "+", "+", "+", "x"] { tool.type(key) }
             let volumeNotice = "graphthru: volume 15.0 dB is outside -60…+12 dB; set to 12.0 dB"
             let keyNotice = "graphthru: key 'x' does nothing"
             // Eight redraws after both were said: a message that stays is on every one of them.
-            #expect(waitUntil { redrawsSince(keyNotice, in: tool.output) >= 8 }, "output: \(tool.output)")
+            #expect(waitUntil { redrawsSince(keyNotice, in: tool.output) >= 8 }, "screen: \(shown(tool.output))")
             var terminal = VirtualTerminal(rows: 30, columns: 120)
             terminal.feed(tool.output)
             let withBoth = terminal.frames.filter { frame in
@@ -68,14 +68,14 @@ extension JACKIntegration {
             let command = "stty cols 200 rows 30 && ulimit -f 100 && exec env --default-signal=XFSZ '\(ToolProcess.binary.path)' --name \(name) --no-autoconnect --record '\(path)'"
             let tool = try TerminalProcess(["/bin/bash", "-c", command], server: server)
             let failure = "graphthru: writing \(path) failed: "
-            #expect(tool.waitFor(failure), "output: \(tool.output)")
-            #expect(waitUntil { redrawsSince(failure, in: tool.output) >= 5 }, "output: \(tool.output)")
+            #expect(tool.waitFor(failure), "screen: \(shown(tool.output))")
+            #expect(waitUntil { redrawsSince(failure, in: tool.output) >= 5 }, "screen: \(shown(tool.output))")
             var terminal = VirtualTerminal(rows: 30, columns: 200)
             terminal.feed(tool.output)
             #expect(terminal.frames.filter { $0.contains { $0.hasPrefix(failure) } }.count >= 5, "the failure stays in the status area")
             tool.type("q")
             // README: 1 after a recording lost audio to a failed write, however the run ended.
-            #expect(tool.waitForExit() == 1, "output: \(tool.output)")
+            #expect(tool.waitForExit() == 1, "screen: \(shown(tool.output))")
             var final = VirtualTerminal(rows: 30, columns: 200)
             final.feed(tool.output)
             let lines = final.lines
@@ -91,9 +91,13 @@ extension JACKIntegration {
             let doomed = try PrivateServer(name: "audiograph-tty-doomed-\(getpid())")
             let command = "stty cols 120 rows 30 && exec '\(ToolProcess.binary.path)' --name gt-tty-doomed --no-autoconnect"
             let tool = try TerminalProcess(["/bin/sh", "-c", command], server: doomed.name)
-            #expect(tool.waitFor("keys: m mute"), "output: \(tool.output)")
+            #expect(tool.waitFor("keys: m mute"), "screen: \(shown(tool.output))")
             doomed.kill(signal: SIGTERM)   // as an administrator stops it
-            #expect(tool.waitForExit(timeout: 5) == 1, "output: \(tool.output)")
+            #expect(tool.waitForExit(timeout: 5) == 1, "screen: \(shown(tool.output))")
+            // A real-time jackd stopped with a client attached leaves its entry in jack2's
+            // 8-server registry; a server of the same name takes the dead entry over, and one
+            // stopped with no client gives it back.
+            try? PrivateServer(name: doomed.name).stop()
             var final = VirtualTerminal(rows: 30, columns: 120)
             final.feed(tool.output)
             let lines = final.lines
@@ -125,6 +129,14 @@ private func waitUntil(timeout: Double = 10, _ condition: () -> Bool) -> Bool {
         usleep(20_000)
     }
     return condition()
+}
+
+/// What `output` leaves on a wide terminal, as lines, for failure messages (the raw output is
+/// full of escape sequences).
+private func shown(_ output: String) -> String {
+    var terminal = VirtualTerminal(rows: 40, columns: 300)
+    terminal.feed(output)
+    return terminal.lines.joined(separator: "\n")
 }
 
 /// How many redraws (each ends with "erase below", ESC [ J) the output has after `text` first appears.
