@@ -55,6 +55,10 @@ bad options (including a name JACK cannot take, a --lowpass outside 10…rate/2,
 file that cannot be created in that format: refused before joining JACK).
 """
 
+/// The JACK client name without --name. Under another name (--name, or the `graphthru-01` JACK
+/// gives a second graphthru) the ports' pretty names start with the client's name.
+let defaultClientName = "graphthru"
+
 /// What the command line asked for.
 struct Options {
     /// Name, server, channels and routing of the JACK client.

@@ -45,7 +45,7 @@ let monitor: Monitor
 do { monitor = try Monitor(options) } catch { tool.fail("could not build the graph: \(error)") }
 
 // 3. Open the client: it registers in_k and out_k and sets the IO unit to the server's rate.
-let driver = tool.openDriver(graph: monitor.graph, options: options.client.driverOptions(defaultName: "graphthru"))
+let driver = tool.openDriver(graph: monitor.graph, options: options.client.driverOptions(defaultName: defaultClientName))
 
 // The server's rate is known only now: it sets the mixer's output format and the cutoff's top.
 do { try monitor.configure(for: driver, lowpass: options.lowpass) } catch {
@@ -58,7 +58,7 @@ let view = StatusView(quiet: options.quiet, monitor: monitor, driver: driver, se
 do {
     try driver.start()
     try monitor.namePorts(of: driver)
-    for note in try options.client.routing.connect(driver) where !options.quiet { view.say("graphthru: " + note) }
+    for note in try options.client.routing.connect(driver) { view.notice(note) }
 } catch {
     driver.close()
     tool.fail("\(error)")

@@ -1,4 +1,4 @@
-// Tests, JACK: graphthru's messages in a terminal (the status area's message lines) and a --record file refused before JACK, against a real jackd.
+// Tests, JACK: graphthru's messages in a terminal (the status area's message lines), a --record file refused before JACK, and two instances told apart, against a real jackd.
 import CJack
 import AudioGraphTestSupport
 import Foundation
@@ -8,8 +8,8 @@ import Testing
 extension JACKIntegration {
     /// What graphthru says while its status area is on the terminal (errors and notices in the
     /// area's message lines, then in the scrollback at exit, the header never copied), a
-    /// recording that fails while it runs, and a --record file refused before anything joins
-    /// JACK, against a real jackd.
+    /// recording that fails while it runs, a --record file refused before anything joins JACK,
+    /// and a second instance's pretty names and autoconnect notice, against a real jackd.
     @Suite("graphthru messages against a real jackd")
     struct GraphthruMessageTests {
         let server = TestServer.shared
@@ -118,6 +118,43 @@ extension JACKIntegration {
             #expect(waitUntil { watcher.registered.contains(probe.name) }, "the watcher sees registrations: \(watcher.registered)")
             #expect(!watcher.registered.contains { $0.hasPrefix(name) }, "graphthru joined JACK: \(watcher.registered)")
         }
+
+        @Test func aSecondInstanceCarriesItsNameInItsPrettyNamesAndSaysAutoconnectDoublesUp() throws {
+            // The first, under the default name, autoconnects to the physical ports.
+            let first = try ToolProcess([], server: server)
+            try #require(first.waitFor("mute: off"), "stdout: \(first.stdout) stderr: \(first.stderr)")
+            try #require(first.stdout.contains("client 'graphthru' on"), "the default name was free: \(first.stdout)")
+            // The second gets another name from JACK, and finds the playback ports fed already.
+            let command = "stty cols 250 rows 30 && exec '\(ToolProcess.binary.path)'"
+            let second = try TerminalProcess(["/bin/sh", "-c", command], server: server)
+            try #require(second.waitFor("keys: m mute"), "screen: \(shown(second.output))")
+            let output = second.output
+            let start = try #require(output.range(of: "graphthru: client '")?.upperBound, "screen: \(shown(output))")
+            let secondName = String(output[start...].prefix { $0 != "'" })
+            #expect(secondName != "graphthru" && secondName.hasPrefix("graphthru"), "JACK's name for the second: \(secondName)")
+
+            let probe = ProbeClient(server: server, name: "probe-twins", play: [0], captureFrames: 1)
+            let ports = ["in_1", "in_2", "out_1", "out_2"]
+            #expect(ports.map { prettyName(of: "graphthru:\($0)", probe: probe) } == ["Mic L", "Mic R", "Out L", "Out R"])
+            #expect(ports.map { prettyName(of: "\(secondName):\($0)", probe: probe) }
+                    == ["Mic L", "Mic R", "Out L", "Out R"].map { "\(secondName) \($0)" })
+
+            let notice = "graphthru: note: autoconnect doubles up: system:playback_1 already plays graphthru:out_1, system:playback_2 already plays graphthru:out_2; \(secondName)'s output is added to it"
+            #expect(waitUntil { redrawsSince(notice, in: second.output) >= 3 }, "screen: \(shown(second.output))")
+            var terminal = VirtualTerminal(rows: 30, columns: 250)
+            terminal.feed(second.output)
+            #expect(terminal.frames.contains { $0.contains { $0.hasPrefix(notice) } }, "the notice in the message lines")
+            second.type("q")
+            #expect(second.waitForExit() == 0)
+            var final = VirtualTerminal(rows: 30, columns: 250)
+            final.feed(second.output)
+            let keys = try #require(final.lines.lastIndex { $0.hasPrefix("keys: m mute") }, "\(final.lines)")
+            #expect(final.lines[(keys + 1)...].contains { $0.hasPrefix(notice) }, "the notice in the scrollback: \(final.lines)")
+
+            first.send("quit")
+            #expect(first.waitForExit() == 0)
+            #expect(!first.stdout.contains("doubles up"), "nothing fed the playback ports before the first: \(first.stdout)")
+        }
     }
 }
 
@@ -143,6 +180,15 @@ private func shown(_ output: String) -> String {
 private func redrawsSince(_ text: String, in output: String) -> Int {
     guard let start = output.range(of: text)?.upperBound else { return 0 }
     return output[start...].components(separatedBy: "\u{1B}[J").count - 1
+}
+
+/// A port's pretty name (JACK metadata), read by another client.
+private func prettyName(of port: String, probe: ProbeClient) -> String? {
+    guard let handle = jack_port_by_name(probe.client, port) else { return nil }
+    var value: UnsafeMutablePointer<CChar>?, type: UnsafeMutablePointer<CChar>?
+    guard jack_get_property(jack_port_uuid(handle), audiograph_jack_pretty_name_key(), &value, &type) == 0, let value else { return nil }
+    defer { jack_free(value); if let type { jack_free(type) } }
+    return String(cString: value)
 }
 
 /// A JACK client that records the name of every client that registers on its server after it.
