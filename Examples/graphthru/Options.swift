@@ -111,7 +111,8 @@ struct Options {
     /// Why `path` cannot be created or overwritten, or nil when it can: checked before any JACK
     /// server is started or joined. A new file is created, written a block and removed again (a
     /// missing directory, no permission, a full or read-only file system, a file-size limit all
-    /// show); an existing one is left as it is and must be a regular file open for writing.
+    /// show); an existing path is left as it is: a directory is refused, a regular file must be
+    /// writable, anything else (a FIFO, a device) is left to the recorder to open.
     static func cannotCreate(_ path: String) -> String? {
         var info = stat()
         if stat(path, &info) == 0 {
