@@ -11,7 +11,6 @@ import Glibc
 /// Thread: the main thread.
 @MainActor
 final class Commands {
-    private let tool: Tool
     private let monitor: Monitor
     private let view: StatusView
     /// Whether standard input is a terminal (keys) rather than a pipe or file (lines).
@@ -20,10 +19,12 @@ final class Commands {
     private(set) var keyMode = false
     private var savedTerminal = termios()
     private let keyHelp: String
+    /// Where the terminal is in an escape sequence (arrow and function keys send `ESC [ A`,
+    /// `ESC O P`): 1 after ESC, 2 inside the sequence; its bytes are not keys.
+    private var escapeState = 0
     private let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | - | status | dump | help | quit"
 
-    init(tool: Tool, monitor: Monitor, view: StatusView) {
-        self.tool = tool
+    init(monitor: Monitor, view: StatusView) {
         self.monitor = monitor
         self.view = view
         keyHelp = "keys: m mute/unmute · l low-pass on/off (\(Int(monitor.cutoff.rounded())) Hz) · + / - output volume ±3 dB · ? help · q quit"
@@ -56,8 +57,18 @@ final class Commands {
 
     // MARK: - Input
 
-    /// Acts on one key; false for quit.
+    /// Acts on one key; false for quit. A printable key that does nothing says so (in the
+    /// status area's message lines); escape sequences, spaces and control keys are ignored.
     func key(_ byte: UInt8) -> Bool {
+        switch escapeState {
+        case 1:
+            escapeState = byte == UInt8(ascii: "[") || byte == UInt8(ascii: "O") ? 2 : 0
+            if escapeState == 2 { return true }
+        case 2:
+            if (0x40...0x7E).contains(byte) { escapeState = 0 }
+            return true
+        default: break
+        }
         switch byte {
         case UInt8(ascii: "m"), UInt8(ascii: "M"): setMuted(!monitor.isMuted)
         case UInt8(ascii: "q"), UInt8(ascii: "Q"): return false
@@ -65,6 +76,8 @@ final class Commands {
         case UInt8(ascii: "+"), UInt8(ascii: "="): setVolume(monitor.volumeDB + Monitor.volumeStep)
         case UInt8(ascii: "-"), UInt8(ascii: "_"): setVolume(monitor.volumeDB - Monitor.volumeStep)
         case UInt8(ascii: "?"), UInt8(ascii: "h"), UInt8(ascii: "H"): view.say("graphthru: " + keyHelp)
+        case 0x1B: escapeState = 1
+        case 0x21...0x7E: view.complain("key '\(Character(Unicode.Scalar(byte)))' does nothing (m mute · l low-pass · +/- volume · ? help · q quit)")
         default: break
         }
         return true
@@ -83,16 +96,16 @@ final class Commands {
         case ("lowpass", "on"?): setLowpass(true)
         case ("lowpass", "off"?): setLowpass(false)
         case ("lowpass", let hz?) where Float(hz) != nil: setCutoff(Float(hz)!)
-        case ("lowpass", let bad?): tool.complain("lowpass takes on, off or a frequency in Hz, not '\(bad)'")
+        case ("lowpass", let bad?): view.complain("lowpass takes on, off or a frequency in Hz, not '\(bad)'")
         case ("+", nil), ("volume", "+"?), ("up", nil): setVolume(monitor.volumeDB + Monitor.volumeStep)
         case ("-", nil), ("volume", "-"?), ("down", nil): setVolume(monitor.volumeDB - Monitor.volumeStep)
         case ("volume", let db?) where Float(db).map({ $0.isFinite }) == true: setVolume(Float(db)!)
         case ("volume", nil): view.say("volume: \(dB(monitor.volumeDB))")
-        case ("volume", let bad?): tool.complain("volume takes +, - or a level in dB, not '\(bad)'")
+        case ("volume", let bad?): view.complain("volume takes +, - or a level in dB, not '\(bad)'")
         case ("status", nil): view.say(view.statusLine())
         case ("dump", nil): view.say(monitor.graph.description)
         case ("help", nil), ("?", nil): view.say(lineHelp)
-        default: tool.complain("unknown command '\(text.trimmingWhitespace())' (\(lineHelp))")
+        default: view.complain("unknown command '\(text.trimmingWhitespace())' (\(lineHelp))")
         }
         return true
     }
@@ -109,9 +122,9 @@ final class Commands {
         do { try monitor.setVolume(db) } catch { failure = error }
         if monitor.volumeDB != db {
             let low = Int(Monitor.volumeRange.lowerBound), high = Int(Monitor.volumeRange.upperBound)
-            tool.complain("volume \(String(format1: db)) dB is outside \(low)…+\(high) dB; set to \(String(format1: monitor.volumeDB)) dB")
+            view.complain("volume \(String(format1: db)) dB is outside \(low)…+\(high) dB; set to \(String(format1: monitor.volumeDB)) dB")
         }
-        if let failure { tool.complain("could not set the volume: \(failure)") }
+        if let failure { view.complain("could not set the volume: \(failure)") }
         view.report("volume: \(dB(monitor.volumeDB))")
     }
 
@@ -120,17 +133,17 @@ final class Commands {
             try monitor.setLowpass(on)
             view.report("low-pass: \(view.lowpassText)")
         } catch {
-            tool.complain("could not switch the low-pass: \(error)")
+            view.complain("could not switch the low-pass: \(error)")
         }
     }
 
     func setCutoff(_ hz: Float) {
         let nyquist = monitor.nyquist
         guard hz.isFinite, hz >= 10, hz <= nyquist else {
-            tool.complain("lowpass takes on, off or a frequency of 10…\(nyquist) Hz at the server's \(monitor.sampleRate) Hz, not \(hz)")
+            view.complain("lowpass takes on, off or a frequency of 10…\(nyquist) Hz at the server's \(monitor.sampleRate) Hz, not \(hz)")
             return
         }
-        do { try monitor.setCutoff(hz) } catch { tool.complain("\(error)") }
+        do { try monitor.setCutoff(hz) } catch { view.complain("\(error)") }
         if monitor.filterNode == nil { setLowpass(true) } else { view.report("low-pass: \(view.lowpassText)") }
     }
 }

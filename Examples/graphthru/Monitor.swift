@@ -94,14 +94,17 @@ final class Monitor {
     }
 
     /// Gives the client's ports the names patchbays show: "Mic L"/"Mic R" and "Out L"/"Out R"
-    /// in stereo, "Mic"/"Out" in mono, "Mic 3"/"Out 3" otherwise. Pretty names are metadata set
-    /// by this (control) thread; JACK callbacks never do it.
+    /// in stereo, "Mic"/"Out" in mono, "Mic 3"/"Out 3" otherwise; under a client name other
+    /// than ``defaultClientName`` (--name, or the `graphthru-01` JACK gives a second graphthru)
+    /// that name comes first, "graphthru-01 Mic L", so two instances can be told apart. Pretty
+    /// names are metadata set by this (control) thread; JACK callbacks never do it.
     func namePorts(of driver: JACKDriver) throws(JACKDriverError) {
+        let prefix = driver.clientName == defaultClientName ? "" : driver.clientName + " "
         func names(_ base: String) -> [String] {
             switch channels {
-            case 1: return [base]
-            case 2: return ["\(base) L", "\(base) R"]
-            default: return (1...channels).map { "\(base) \($0)" }
+            case 1: return [prefix + base]
+            case 2: return ["\(prefix)\(base) L", "\(prefix)\(base) R"]
+            default: return (1...channels).map { "\(prefix)\(base) \($0)" }
             }
         }
         for (port, pretty) in zip(driver.inputPortNames, names("Mic")) { try driver.setPrettyName(pretty, forPort: port) }

@@ -33,7 +33,8 @@ options:
                       it runs, like CAShow; the `dump` command prints it again
   --record FILE       record what goes to the outputs to FILE (.wav or .flac); at exit it prints
                       "recorded N frames to FILE (D dropped)", and a write that fails while
-                      running (disk full) is reported at once while monitoring goes on
+                      running (disk full) is reported at once while monitoring goes on (the
+                      exit status is then 1)
   --record-format F   int16, int24 or float32 (default: float32 for WAV, int24 for FLAC)
   --help              show this help
 
@@ -44,13 +45,19 @@ control:
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
 output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, DSP load,
-server, sample rate, period, meters); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`,
-`low-pass: on (1000 Hz)`, `xruns: 2`, and one `status: …` line per `status` command.
+server, sample rate, period, meters, and errors and notices for 5 s each, all printed below it
+at exit); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`, `low-pass: on (1000 Hz)`,
+`xruns: 2`, and one `status: …` line per `status` command (errors on stderr).
 
-exit status: 0 after quit or a signal; 1 when JACK fails (no server, server gone, port errors,
-a --start-server that cannot start); 2 for bad options (including a name JACK cannot take, a
---lowpass outside 10…rate/2, or a --record file that cannot be created in that format).
+exit status: 0 after quit or a signal (1 if a --record write failed: the file lacks audio); 1
+when JACK fails (no server, server gone, port errors, a --start-server that cannot start); 2 for
+bad options (including a name JACK cannot take, a --lowpass outside 10…rate/2, or a --record
+file that cannot be created in that format: refused before joining JACK).
 """
+
+/// The JACK client name without --name. Under another name (--name, or the `graphthru-01` JACK
+/// gives a second graphthru) the ports' pretty names start with the client's name.
+let defaultClientName = "graphthru"
 
 /// What the command line asked for.
 struct Options {
@@ -66,7 +73,8 @@ struct Options {
     var recordFormat: RecordingSettings.SampleFormat?
     var dump = false
 
-    /// The options of this process's command line; exits 0 for --help, 2 for anything wrong.
+    /// The options of this process's command line; exits 0 for --help, 2 for anything wrong
+    /// (a --record file that cannot be created included).
     static func parse(tool: Tool) -> Options {
         var o = Options()
         var arguments = Arguments(tool: tool)
@@ -93,6 +101,40 @@ struct Options {
         for (flag, given) in [("--input", o.client.routing.inputs), ("--output", o.client.routing.outputs)] where given.count > o.client.channels {
             tool.fail("\(given.count) \(flag) ports but only \(channels) (raise --channels)", status: ExitStatus.usage)
         }
+        if let path = o.record {
+            do { _ = try RecordingSettings.forPath(path, sampleFormat: o.recordFormat) } catch { tool.fail("--record: \(error)", status: ExitStatus.usage) }
+            if let problem = cannotCreate(path) { tool.fail("--record: cannot create \(path): \(problem)", status: ExitStatus.usage) }
+        }
         return o
+    }
+
+    /// Why `path` cannot be created or overwritten, or nil when it can: checked before any JACK
+    /// server is started or joined. A new file is created, written a block and removed again (a
+    /// missing directory, no permission, a full or read-only file system, a file-size limit all
+    /// show); an existing path is left as it is: a directory is refused, a regular file must be
+    /// writable, anything else (a FIFO, a device) is left to the recorder to open.
+    static func cannotCreate(_ path: String) -> String? {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            if (info.st_mode & S_IFMT) == S_IFDIR { return String(cString: strerror(EISDIR)) }
+            if (info.st_mode & S_IFMT) == S_IFREG, access(path, W_OK) != 0 { return String(cString: strerror(errno)) }
+            return nil
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        // A block as big as a recording's header: a disk with no room fails here, not in JACK.
+        let block = [UInt8](repeating: 0, count: 4096)
+        var failure: String?
+        var offset = 0
+        while offset < block.count {
+            let n = block[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            // A short write is retried: the next one says why (ENOSPC, EFBIG).
+            if n <= 0 { failure = String(cString: strerror(n < 0 ? errno : ENOSPC)); break }
+            offset += n
+        }
+        close(fd)
+        unlink(path)
+        return failure
     }
 }

@@ -23,7 +23,35 @@ extension String {
     }
 }
 
-/// What graphthru shows of the monitor and the client, and every line it prints on stdout.
+/// A line graphthru says while it runs that is not a state change: an error it survives
+/// (stderr) or a notice (stdout), each "graphthru: …".
+struct Message {
+    enum Kind { case error, notice }
+    let kind: Kind
+    let text: String
+    /// How many times in a row it was said (shown as "(×N)" after the first).
+    var repeats = 1
+    /// Until when (monotonic seconds) the message lines show it.
+    var shownUntil: Double
+    /// Whether it was written as a line already; if not, it is printed when the area closes.
+    var written: Bool
+
+    var line: String { repeats > 1 ? "\(text) (×\(repeats))" : text }
+}
+
+/// Seconds on the monotonic clock.
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// What graphthru shows of the monitor and the client, and every line it prints.
+///
+/// In a terminal, errors and notices do not go to the terminal as lines while the status area
+/// is drawn (the next redraw, ≤ 100 ms later, would wipe them and leave a copy of the header
+/// above the area): they show in the area's message lines, the latest ``messageLines`` for
+/// ``messageSeconds`` each, and are printed below the area when it closes at exit.
 /// Thread: the main thread.
 @MainActor
 final class StatusView {
@@ -34,6 +62,18 @@ final class StatusView {
     /// Lines of the status area now on screen (the cursor is below them); 0 when none.
     private var drawnLines = 0
     private var xrunsShown: UInt64 = 0
+    /// Messages of this run, oldest first (at most ``keptMessages``).
+    private var messages: [Message] = []
+    /// Messages dropped from the front of ``messages`` before they were printed.
+    private var messagesNotKept = 0
+    /// Whether the status area was closed for good (at exit): from then on lines are plain.
+    private var areaClosed = false
+    /// How long a message stays in the message lines, seconds.
+    static let messageSeconds: Double = 5
+    /// How many message lines the status area shows at most (the latest).
+    static let messageLines = 3
+    /// How many messages are kept for printing at exit.
+    static let keptMessages = 50
 
     init(quiet: Bool, monitor: Monitor, driver: JACKDriver, server: JACKServer?) {
         display = quiet ? .quiet : (isatty(STDOUT_FILENO) == 1 ? .terminal : .lines)
@@ -52,23 +92,26 @@ final class StatusView {
             + "\(dB(reading.average)) (peak \(dB(reading.peak)))"
     }
 
-    /// The status area: client and server, the monitor's state, a meter bar per channel and
-    /// side, the keys.
-    private func statusLines() -> [String] {
+    /// The status area's parts: client and server, the monitor's state (`head`); a meter bar per
+    /// channel and side (`meters`); the message lines, latest last (`messages`, none when no
+    /// message is recent or `withMessages` is false); the keys.
+    private func statusParts(withMessages: Bool) -> (head: [String], meters: [String], messages: [String], keys: String) {
         let period = driver.bufferSize
         let ms = String(format1: Float(period) * 1000 / Float(max(driver.sampleRate, 1)))
-        var lines = [
+        let head = [
             "graphthru · client '\(driver.clientName)' · JACK server '\(driver.serverName)'\(server != nil ? " (own jackd)" : "") · \(driver.sampleRate) Hz · period \(period) (\(ms) ms) · \(monitor.channels) ch",
             "mute \(muteText) · volume \(dB(monitor.volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · DSP load \(String(format1: driver.cpuLoad))%",
         ]
-        if let meters = monitor.meterReadings() {
-            for (c, reading) in meters.inputs.enumerated() { lines.append("in  \(c + 1) " + meterBar(reading)) }
-            for (c, reading) in meters.outputs.enumerated() { lines.append("out \(c + 1) " + meterBar(reading)) }
+        var meters: [String] = []
+        if let readings = monitor.meterReadings() {
+            for (c, reading) in readings.inputs.enumerated() { meters.append("in  \(c + 1) " + meterBar(reading)) }
+            for (c, reading) in readings.outputs.enumerated() { meters.append("out \(c + 1) " + meterBar(reading)) }
         } else {
-            lines.append("meters: unavailable")
+            meters.append("meters: unavailable")
         }
-        lines.append("keys: m mute · l low-pass · +/- volume · ? help · q quit")
-        return lines
+        let now = monotonicSeconds()
+        let recent = withMessages ? messages.filter { $0.shownUntil > now }.suffix(StatusView.messageLines).map(\.line) : []
+        return (head, meters, Array(recent), "keys: m mute · l low-pass · +/- volume · ? help · q quit")
     }
 
     /// The `status` command's one line.
@@ -88,33 +131,93 @@ final class StatusView {
     /// The status lines as they fit the terminal: a line wider than the terminal would wrap, and
     /// more lines than it has rows would scroll, and either breaks moving the cursor back up by
     /// one row per line (each redraw would leave a copy behind). So every line is cut to one
-    /// column less than the width, and when rows are short the last meter lines go first (the
-    /// first two lines and the keys stay). Unknown sizes (0, as under a pipe-fed `script`) cut nothing.
-    private func linesThatFit() -> [String] {
-        var lines = statusLines()
+    /// column less than the width, and when rows are short the last meter lines go first, then
+    /// the oldest message lines (the first two lines and the keys stay). Unknown sizes (0, as
+    /// under a pipe-fed `script`) cut nothing.
+    private func linesThatFit(withMessages: Bool) -> [String] {
+        var (head, meters, messages, keys) = statusParts(withMessages: withMessages)
         var size = winsize()
-        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return lines }
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 else { return head + meters + messages + [keys] }
         let columns = Int(size.ws_col), rows = Int(size.ws_row)
-        if rows > 3, lines.count > rows - 1 { lines = Array(lines.prefix(rows - 2)) + [lines[lines.count - 1]] }
+        if rows > 3 {
+            // rows − 1 lines at most: the cursor waits on the row below the area.
+            let room = rows - 1 - head.count - 1
+            messages = Array(messages.suffix(max(0, room)))
+            meters = Array(meters.prefix(max(0, room - messages.count)))
+        }
+        var lines = head + meters + messages + [keys]
         if columns > 1 { lines = lines.map { $0.count < columns ? $0 : String($0.prefix(columns - 1)) } }
         return lines
     }
 
-    /// Redraws the status area in place (terminal display only, and only in the foreground).
-    func redraw() {
-        guard display == .terminal, outputInForeground() else { return }
+    /// Redraws the status area in place (terminal display only, in the foreground, until it
+    /// closes at exit).
+    func redraw() { draw(withMessages: true) }
+
+    private func draw(withMessages: Bool) {
+        guard display == .terminal, !areaClosed, outputInForeground() else { return }
         var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)A" : ""
-        let lines = linesThatFit()
+        let lines = linesThatFit(withMessages: withMessages)
         for line in lines { text += "\r\u{1B}[2K" + line + "\n" }
         text += "\u{1B}[J"
         drawnLines = lines.count
         Tool.write(text)
     }
 
+    /// Says an error graphthru survives, "graphthru: MESSAGE", on stderr: in a terminal whose
+    /// status area is drawn, in its message lines for ``messageSeconds`` and printed below the
+    /// area at exit (``closeStatusArea()``); otherwise at once (and, with a status area, shown
+    /// in the message lines too).
+    func complain(_ message: String) { post(.error, "graphthru: " + message) }
+
+    /// Says a notice, "graphthru: MESSAGE", on stdout, as ``complain(_:)`` does on stderr;
+    /// nothing with --quiet.
+    func notice(_ message: String) { post(.notice, "graphthru: " + message) }
+
+    private func post(_ kind: Message.Kind, _ text: String) {
+        let stream = kind == .error ? STDERR_FILENO : STDOUT_FILENO
+        guard display == .terminal, !areaClosed else {
+            if kind == .error { Tool.write(text + "\n", to: STDERR_FILENO) } else if display != .quiet { say(text) }
+            return
+        }
+        // Kept for the area (and for exit) only where a line written now would land inside the
+        // area: on this terminal, while it is ours. Otherwise written now and shown as well.
+        let keep = outputInForeground() && isatty(stream) == 1
+        let until = monotonicSeconds() + StatusView.messageSeconds
+        if keep, var last = messages.last, last.kind == kind, last.text == text, !last.written {
+            last.repeats += 1
+            last.shownUntil = until
+            messages[messages.count - 1] = last
+        } else {
+            if !keep { if kind == .error { Tool.write(text + "\n", to: STDERR_FILENO) } else { say(text) } }
+            messages.append(Message(kind: kind, text: text, shownUntil: until, written: !keep))
+            if messages.count > StatusView.keptMessages {
+                if !messages[0].written { messagesNotKept += 1 }
+                messages.removeFirst()
+            }
+        }
+        if drawnLines > 0 { redraw() }   // before the first draw, the first draw shows it
+    }
+
+    /// Closes the status area for good, at exit: it is drawn a last time without message lines,
+    /// and the messages only shown there are printed below it, in order (errors on stderr,
+    /// notices on stdout), so they stay in the scrollback. Lines after this are plain.
+    func closeStatusArea() {
+        guard display == .terminal, !areaClosed else { return }
+        draw(withMessages: false)
+        areaClosed = true
+        drawnLines = 0
+        if messagesNotKept > 0 { Tool.write("graphthru: (\(messagesNotKept) earlier message(s) not kept)\n", to: STDERR_FILENO) }
+        for i in messages.indices where !messages[i].written {
+            Tool.write(messages[i].line + "\n", to: messages[i].kind == .error ? STDERR_FILENO : STDOUT_FILENO)
+            messages[i].written = true
+        }
+    }
+
     /// Prints a line: above the status area in a terminal, as is otherwise (even with --quiet:
     /// answers and start-up lines go through here).
     func say(_ text: String) {
-        if display == .terminal && drawnLines > 0 && outputInForeground() {
+        if display == .terminal && !areaClosed && drawnLines > 0 && outputInForeground() {
             Tool.write("\u{1B}[\(drawnLines)A\r\u{1B}[J" + text + "\n")
             drawnLines = 0
             redraw()
@@ -164,10 +267,9 @@ final class StatusView {
         say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
     }
 
-    /// The last line, after the client closed: the status area stays as it was last drawn and
-    /// the summary goes below it.
+    /// The last line, after the client closed: below the status area (closed if it was not).
     func closingReport(xruns: UInt64, load: Float) {
-        if display == .terminal && drawnLines > 0 && outputInForeground() { drawnLines = 0 }
+        closeStatusArea()
         guard display != .quiet else { return }
         say("graphthru: stopped; \(xruns) xrun(s), JACK DSP load \(Int(load.rounded()))%\(server.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
     }

@@ -22,7 +22,13 @@ let tool = Tool(name: "graphthru")
 // Closed standard streams are parked first, so the files libjack opens cannot take their numbers.
 Tool.parkClosedStandardStreams()
 
-// 1. Options: every mistake is refused (status 2) before anything starts.
+// A file-size limit (`ulimit -f`) reached by --record is a failed write, reported while
+// monitoring goes on, as a full disk is (and refused with the options when the file cannot
+// even start); by default SIGXFSZ would kill the process, JACK client and all.
+signal(SIGXFSZ, SIG_IGN)
+
+// 1. Options: every mistake is refused (status 2) before anything starts, a --record file that
+// cannot be created included (before any server is started or joined).
 var options = Options.parse(tool: tool)
 
 // Quit signals only wake the main loop (through a pipe), whichever thread takes them; a second
@@ -39,7 +45,7 @@ let monitor: Monitor
 do { monitor = try Monitor(options) } catch { tool.fail("could not build the graph: \(error)") }
 
 // 3. Open the client: it registers in_k and out_k and sets the IO unit to the server's rate.
-let driver = tool.openDriver(graph: monitor.graph, options: options.client.driverOptions(defaultName: "graphthru"))
+let driver = tool.openDriver(graph: monitor.graph, options: options.client.driverOptions(defaultName: defaultClientName))
 
 // The server's rate is known only now: it sets the mixer's output format and the cutoff's top.
 do { try monitor.configure(for: driver, lowpass: options.lowpass) } catch {
@@ -52,7 +58,7 @@ let view = StatusView(quiet: options.quiet, monitor: monitor, driver: driver, se
 do {
     try driver.start()
     try monitor.namePorts(of: driver)
-    for note in try options.client.routing.connect(driver) where !options.quiet { view.say("graphthru: " + note) }
+    for note in try options.client.routing.connect(driver) { view.notice(note) }
 } catch {
     driver.close()
     tool.fail("\(error)")
@@ -61,7 +67,7 @@ view.startupReport(lowpass: options.lowpass)
 if options.dump { view.say(monitor.graph.description) }
 
 // Meters and the recorder watch the running graph from their own threads; meters are optional.
-do { try monitor.installMeters() } catch { tool.complain("level meters unavailable: \(error)") }
+do { try monitor.installMeters() } catch { view.complain("level meters unavailable: \(error)") }
 if let path = options.record {
     do { try monitor.startRecording(path: path, format: options.recordFormat) } catch {
         driver.close()
@@ -70,7 +76,7 @@ if let path = options.record {
 }
 
 // Control: keys in a terminal we own, lines otherwise.
-let commands = Commands(tool: tool, monitor: monitor, view: view)
+let commands = Commands(monitor: monitor, view: view)
 commands.enterKeyModeIfForeground()
 view.report("mute: \(view.muteText)")
 if view.display == .terminal { view.redraw() }
@@ -78,12 +84,13 @@ if view.display == .terminal { view.redraw() }
 // 5. The loop, until quit, a signal or the server's end: it follows the server's rate, and on
 // each wake-up says a failed recording once, shows xruns and redraws.
 let loop = MainLoop(tool: tool, driver: driver, input: commands.interactive ? .keys(commands.key) : .lines(commands.line))
+loop.complain = { view.complain($0) }
 loop.readsInputNow = { !commands.interactive || commands.keyMode }
 loop.onBackground = { commands.leaveKeyMode() }
 loop.onSampleRateFollowed = { view.report("sample rate: \(driver.sampleRate) Hz") }
 loop.onWake = {
     if let failure = monitor.newRecordingFailure() {
-        tool.complain("\(failure); monitoring goes on, frames from here on are counted as dropped")
+        view.complain("\(failure); monitoring goes on, frames from here on are counted as dropped")
     }
     view.refresh()
     if commands.interactive { commands.enterKeyModeIfForeground() }
@@ -92,15 +99,20 @@ loop.onWake = {
 var status = loop.run()
 
 // 6. Close: the terminal back as it was, the recording finished (the recorder writes the rest),
-// then the client and the server, given 2 s rather than hang on a wedged server.
+// the status area drawn a last time with the run's messages below it, then the client and the
+// server, given 2 s rather than hang on a wedged server. A recording that lost audio to a failed
+// write exits 1 whatever ended the run: the file is not what was asked for, as with graphrecord.
 commands.leaveKeyMode()
-view.redraw()
 if let recorder = monitor.recorder {
     do throws(RecorderError) { try recorder.stop() } catch {
-        if !monitor.recordingFailureWasShown { tool.complain("\(error)") }
+        if !monitor.recordingFailureWasShown { view.complain("\(error)") }
         status = ExitStatus.failure
     }
-    view.say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)")
+}
+view.closeStatusArea()
+if let recorder = monitor.recorder {
+    let incomplete = recorder.writeError != nil ? "; incomplete: writing failed (see above), so the exit status is 1" : ""
+    view.say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)\(incomplete)")
 }
 let xruns = driver.xrunCount, load = driver.cpuLoad
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) {

@@ -44,6 +44,23 @@ extension JACKDriver {
         return portNames(client, matching: nil, flags: flags)
     }
 
+    /// The ports connected to a port, whichever client they belong to (`jack_lsp -c` lists the
+    /// same): for a playback port, the outputs that feed it; for a capture port, the inputs it
+    /// feeds.
+    /// - Parameter port: a full port name (`system:playback_1`), matched literally.
+    /// - Returns: full port names in server order; empty when the port has no connections, does
+    ///   not exist, or the client is closed or shut down.
+    /// - Thread: control thread, never a JACK callback (it asks the server).
+    public func connections(ofPort port: String) -> [String] {
+        guard let client, !isShutDown, let handle = jack_port_by_name(client, port),
+              let list = jack_port_get_all_connections(client, handle) else { return [] }
+        defer { jack_free(UnsafeMutableRawPointer(mutating: list)) }
+        var names: [String] = []
+        var i = 0
+        while let name = list[i] { names.append(String(cString: name)); i += 1 }
+        return names
+    }
+
     /// Connects physical capture port k to `in_k` and `out_k` to physical playback port k, for as
     /// many ports as both sides have.
     /// - Returns: the connections made, as (source, destination) pairs.

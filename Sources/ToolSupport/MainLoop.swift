@@ -6,10 +6,11 @@ import Glibc
 
 /// A tool's main loop, on the main thread while JACK's threads pull the graph.
 ///
-/// Each time round it checks, in order: a quit signal (``QuitSignals``) or ``isDone`` → returns 0; the server
-/// shut down or dropped the client → says so and returns 1; the server's sample rate changed
-/// (the driver's callback only records it) → `JACKDriver.followSampleRate()` here, then
-/// ``onSampleRateFollowed``, or says why it could not and returns 1. Then it calls ``onWake``
+/// Each time round it checks, in order: a quit signal (``QuitSignals``) or ``isDone`` → returns 0;
+/// the server shut down or dropped the client → says so (``complain``) and returns 1; the
+/// server's sample rate changed (the driver's callback only records it) →
+/// `JACKDriver.followSampleRate()` here, then ``onSampleRateFollowed``, or says why it could not
+/// and returns 1. Then it calls ``onWake``
 /// (the tool's periodic work: redraw, reload a file, print a level) and sleeps in `poll` until
 /// standard input has bytes, the signal pipe or the driver's shutdown pipe becomes readable, or
 /// ``onWake``'s timeout passes. Bytes of input go to the ``Input`` handler; end of input is
@@ -48,6 +49,12 @@ public final class MainLoop {
     public var readsInputNow: () -> Bool = { true }
     /// Called after the graph followed a new server rate (`driver.sampleRate` is the new one).
     public var onSampleRateFollowed: () -> Void = {}
+    /// Says why the loop ends with a failure (the server went away, its new rate could not be
+    /// followed), one line without the tool's prefix. Default: the tool's `complain` (stderr).
+    /// A tool that draws a status area on the terminal shows it there instead, where a line
+    /// written to stderr in the middle of the area would be wiped by the next redraw.
+    public var complain: (String) -> Void
+
     /// Called when reading a terminal fails with EIO: the tool was put in the background. The
     /// loop keeps reading; the tool should stop asking for input until it is in the foreground.
     public var onBackground: () -> Void = {}
@@ -61,20 +68,21 @@ public final class MainLoop {
         self.tool = tool
         self.driver = driver
         self.input = input
+        complain = { [tool] in tool.complain($0) }
         if case .none = input { inputOpen = false }
     }
 
     /// Runs until a quit command (an input handler returned false) or signal, or a failure.
     /// - Returns: the exit status: ``ExitStatus/success`` (0) for a quit, ``ExitStatus/failure``
-    ///   (1) when the server went away or the graph could not follow its new rate (the reason is
-    ///   on stderr).
+    ///   (1) when the server went away or the graph could not follow its new rate (the reason
+    ///   goes to ``complain``).
     /// - Thread: the main thread.
     public func run() -> Int32 {
         while true {
             if QuitSignals.received != 0 || isDone() { return ExitStatus.success }
             if driver.isShutDown {
                 let reason = driver.shutdownReason
-                tool.complain("the JACK server shut down\(reason.isEmpty ? "" : " (\(reason))"); exiting")
+                complain("the JACK server shut down\(reason.isEmpty ? "" : " (\(reason))"); exiting")
                 return ExitStatus.failure
             }
             if driver.sampleRateChanged {
@@ -82,7 +90,7 @@ public final class MainLoop {
                     try driver.followSampleRate()
                     onSampleRateFollowed()
                 } catch {
-                    tool.complain("could not follow the server's new sample rate (\(driver.sampleRate) Hz): \(error)")
+                    complain("could not follow the server's new sample rate (\(driver.sampleRate) Hz): \(error)")
                     return ExitStatus.failure
                 }
             }

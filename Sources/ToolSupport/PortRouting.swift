@@ -19,8 +19,11 @@ public struct PortRouting: Sendable {
     /// Connects both sides of an active client: port k of ours to the k-th port given or
     /// matched (waiting up to 2 s for given ports to appear: their client may still be
     /// starting), or to physical port k. Extra ports on either side stay unconnected.
-    /// - Returns: notes for the ports left unconnected on a side that was routed, each
-    ///   "note: 1 physical capture port(s) for 2 channels; graphthru:in_2… stay unconnected".
+    /// - Returns: notes, one line each: the ports left unconnected on a side that was routed
+    ///   ("note: 1 physical capture port(s) for 2 channels; graphthru:in_2… stay unconnected"),
+    ///   and, when autoconnected outputs join physical playback ports that another client
+    ///   already feeds (a second graphthru, a player), which ones: both are heard, added
+    ///   ("note: autoconnect doubles up: system:playback_1 already plays graphthru:out_1, …").
     /// - Throws: `JACKDriverError.invalidPortPattern`, `.portNotFound` (nothing matched in 2 s),
     ///   `.connectionFailed`, `.serverShutDown`.
     /// - Thread: the main thread (it waits); never a JACK callback.
@@ -39,17 +42,28 @@ public struct PortRouting: Sendable {
         } else {
             for spec in given { theirs += try driver.ports(matching: spec, sources: !outgoing, timeout: 2) }
         }
+        var notes: [String] = []
+        if given.isEmpty && outgoing {
+            // Looked at before connecting, so our own connections are not counted.
+            let fed = theirs.prefix(ours.count).compactMap { their -> String? in
+                let others = driver.connections(ofPort: their).filter { !$0.hasPrefix(driver.clientName + ":") }
+                return others.isEmpty ? nil : "\(their) already plays \(others.joined(separator: " and "))"
+            }
+            if !fed.isEmpty {
+                notes.append("note: autoconnect doubles up: \(fed.joined(separator: ", ")); \(driver.clientName)'s output is added to it (choose with --output, or --no-autoconnect)")
+            }
+        }
         for (their, our) in zip(theirs, ours) {
             if outgoing { try driver.connect(our, to: their, timeout: given.isEmpty ? 0 : 2) }
             else { try driver.connect(their, to: our, timeout: given.isEmpty ? 0 : 2) }
         }
         let label = given.isEmpty ? (outgoing ? "physical playback" : "physical capture") : (outgoing ? "--output" : "--input")
         if theirs.count < ours.count {
-            return ["note: \(theirs.count) \(label) port(s) for \(ours.count) channels; \(ours[theirs.count])… stay unconnected"]
+            notes.append("note: \(theirs.count) \(label) port(s) for \(ours.count) channels; \(ours[theirs.count])… stay unconnected")
         }
         if theirs.count > ours.count {
-            return ["note: \(theirs.count) \(label) ports matched for \(ours.count) channels; \(theirs[ours.count])… stay unconnected"]
+            notes.append("note: \(theirs.count) \(label) ports matched for \(ours.count) channels; \(theirs[ours.count])… stay unconnected")
         }
-        return []
+        return notes
     }
 }

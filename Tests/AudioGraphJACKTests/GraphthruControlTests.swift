@@ -144,7 +144,8 @@ extension JACKIntegration {
                 return (String(cString: value), uuid)
             }
             let names = ["in_1", "in_2", "out_1", "out_2"].map { pretty("\(name):\($0)") }
-            #expect(names.map(\.0) == ["Mic L", "Mic R", "Out L", "Out R"])
+            // Under a name of its own (not graphthru's default) the client's name comes first.
+            #expect(names.map(\.0) == ["Mic L", "Mic R", "Out L", "Out R"].map { "\(name) \($0)" })
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
             // graphthru removes its metadata when it closes: the store outlives the ports.
@@ -285,7 +286,12 @@ final class TerminalProcess: @unchecked Sendable {
         return false
     }
 
-    func type(_ key: String) { input.fileHandleForWriting.write(Data(key.utf8)) }
+    /// Types `key`; nothing once the command has exited (writing to its closed pipe would end
+    /// the test runner: a tool that died is the test's finding, not the runner's crash).
+    func type(_ key: String) {
+        guard process.isRunning else { return }
+        try? input.fileHandleForWriting.write(contentsOf: Data(key.utf8))
+    }
 
     func waitForExit(timeout: Double = 10) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
