@@ -219,6 +219,10 @@ extension JACKIntegration {
             let status = tool.waitForExit(timeout: 5)
             #expect(status != nil && status != 0, "status \(String(describing: status))")
             #expect(tool.stderr.contains("shut down"), "stderr: \(tool.stderr)")
+            // A real-time jackd stopped with a client attached leaves its entry in jack2's
+            // 8-server registry; a server of the same name takes the dead entry over, and one
+            // stopped with no client gives it back.
+            try? PrivateServer(name: doomed.name).stop()
         }
     }
 }
