@@ -117,11 +117,12 @@ let package = Package(
             dependencies: ["AudioGraph", "AudioGraphJACK"],
             path: "Examples/SpeechRecorder"
         ),
-        // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops.
+        // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops (and the
+        // convolver's on KissFFT).
         .target(
             name: "CReference",
             path: "Benchmarks/CReference",
-            linkerSettings: [.linkedLibrary("m")]
+            linkerSettings: [.linkedLibrary("m"), .linkedLibrary("kissfft-float")]
         ),
         .executableTarget(
             name: "graphbench",
