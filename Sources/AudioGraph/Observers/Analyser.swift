@@ -96,7 +96,9 @@ public final class Analyser: @unchecked Sendable {
     }
 
     /// Sets the dB range byte data spans.
-    /// - Parameters: minDecibels, maxDecibels: finite, `minDecibels < maxDecibels`.
+    /// - Parameters:
+    ///   - minDecibels: the dB value byte data 0 stands for, finite, below `maxDecibels`.
+    ///   - maxDecibels: the dB value byte data 255 stands for, finite.
     /// - Throws: ``AudioUnitError/invalidPropertyValue`` otherwise (Web Audio's IndexSizeError); nothing changes.
     /// - Thread: any.
     public func setDecibelRange(minDecibels: Double, maxDecibels: Double) throws(AudioUnitError) {
@@ -302,7 +304,8 @@ extension AudioGraph {
     ///     to the device).
     ///   - fftSize: frames per analysis, a power of two 32…32 768 (default 2048).
     ///   - smoothingTimeConstant: 0…1 (default 0.8).
-    ///   - minDecibels, maxDecibels: the byte data's dB range, finite, min < max (default −100, −30).
+    ///   - minDecibels: the dB value byte data 0 stands for, finite, below `maxDecibels` (default −100).
+    ///   - maxDecibels: the dB value byte data 255 stands for, finite (default −30).
     /// - Returns: the analyser; read it from any thread.
     /// - Throws: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
     ///   ``AudioUnitError/invalidPropertyValue`` (a setting out of bounds: Web Audio's

@@ -51,7 +51,7 @@ public enum ImpulseResponseError: Error, Sendable, Equatable, CustomStringConver
 /// filter-chain's `convolver`; Apple ships no convolver (its AUReverb2 is algorithmic), so the
 /// parameters mirror AUReverb2's `kReverb2Param_DryWetMix` and `kReverb2Param_Gain`.
 ///
-/// **Algorithm**: ``PartitionedConvolution`` — uniformly partitioned overlap-save FFT
+/// **Algorithm**: `PartitionedConvolution` (DSP/) — uniformly partitioned overlap-save FFT
 /// convolution (Wefers 2015) with the first partition as a direct-form FIR (Gardner 1995), so
 /// the unit adds **no latency**: an impulse in gives the response out from the same frame. The
 /// partition size is fixed at ``partitionSize`` (256 frames) whatever the slice size: the
