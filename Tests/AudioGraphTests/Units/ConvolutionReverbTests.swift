@@ -1,6 +1,7 @@
 // Tests, Units: the convolution reverb through the offline renderer — accuracy, latency, mix, files, swaps, errors.
 import CSndFile
 import Foundation
+import Synchronization
 import Testing
 @testable import AudioGraph
 import AudioGraphTestSupport
@@ -171,6 +172,61 @@ struct ConvolutionReverbTests {
         #expect(e.peak <= 1e-5, "before: peak error \(e.peak)")
         e = relativeErrors(Array(y[settled...]), withSecond[settled...].map(Double.init))
         #expect(e.peak <= 1e-5, "after: peak error \(e.peak)")
+    }
+
+    /// Another thread renders a sine through the convolver (with an analyser on it) as a driver
+    /// would, while this one swaps responses (each once the previous was taken), changes the mix
+    /// and reads the analyser: every swap is taken, nothing non-finite comes out, and no gap
+    /// (ThreadSanitizer runs this too).
+    @Test func swapsAndReadingsWhileAnotherThreadRenders() throws {
+        let short = [decayingNoise(frames: 1500, seed: 41)], long = [decayingNoise(frames: 6000, seed: 42), decayingNoise(frames: 6000, seed: 43)]
+        let (chain, unit) = try convolverChain(long)
+        let analyser = try chain.graph.installAnalyser(on: chain.nodes[0], fftSize: 1024)
+        let context = chain.graph.renderContext
+        let stop = Atomic<Bool>(false), finished = Atomic<Bool>(false)
+        let outcome = Mutex<(frames: Int, nonFinite: Int, quietRun: Int)>((0, 0, 0))
+        let renderer = Thread {
+            let slice = 256
+            let input = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2)
+            let output = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: 2)
+            for c in 0..<2 { input[c] = .allocate(capacity: slice); output[c] = .allocate(capacity: slice) }
+            var frames = 0, nonFinite = 0, run = 0, longest = 0
+            while !stop.load(ordering: .relaxed) || frames < 48_000 {
+                for f in 0..<slice {
+                    let x = 0.5 * Float(sin(2 * Double.pi * 1000 * Double(frames + f) / 48_000))
+                    input[0][f] = x; input[1][f] = x
+                }
+                context.render(frameCount: slice, input: input, inputChannelCount: 2, output: output, outputChannelCount: 2)
+                for f in 0..<slice {
+                    let y = output[0][f]
+                    if !y.isFinite { nonFinite += 1 }
+                    run = abs(y) < 1e-4 ? run + 1 : 0
+                    if frames + f >= 9600 { longest = max(longest, run) }
+                }
+                frames += slice
+            }
+            for c in 0..<2 { input[c].deallocate(); output[c].deallocate() }
+            input.deallocate(); output.deallocate()
+            outcome.withLock { $0 = (frames, nonFinite, longest) }
+            finished.store(true, ordering: .releasing)
+        }
+        renderer.start()
+        for i in 0..<40 {
+            let before = unit.swapCount
+            try unit.setImpulseResponse(i % 2 == 0 ? short : long, sampleRate: 48_000)
+            try unit.setParameter(ConvolutionReverbUnit.Parameter.dryWetMix, Float(50 + i % 51), scope: .global)
+            _ = analyser.floatFrequencyData()
+            // Until the render thread has taken it (a newer one would replace it untaken).
+            for _ in 0..<2000 where unit.swapCount == before { usleep(500) }
+        }
+        stop.store(true, ordering: .relaxed)
+        while !finished.load(ordering: .acquiring) { usleep(1_000) }
+        let (frames, nonFinite, quietRun) = outcome.withLock { $0 }
+        print("rendered \(frames) frames on another thread; \(unit.swapCount) swaps; longest quiet run \(quietRun)")
+        #expect(nonFinite == 0)
+        #expect(quietRun <= 2, "no gap")
+        // The first response may be replaced before the other thread renders at all.
+        #expect(unit.swapCount >= 40, "\(unit.swapCount) of 41 responses taken")
     }
 
     /// Removing the response fades the wet signal out; the dry part stays.
