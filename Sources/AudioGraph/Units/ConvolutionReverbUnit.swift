@@ -199,7 +199,10 @@ public final class ConvolutionReverbUnit: AudioUnit, @unchecked Sendable {
     }
 
     /// Removes the response: the wet signal fades to silence over ``crossfadeFrames``.
-    /// Thread: control thread.
+    /// - Throws: ``ImpulseResponseError/audioUnit(_:)`` with ``AudioUnitError/cannotDoInCurrentContext``
+    ///   (called on the render thread) or ``AudioUnitError/failedInitialization`` (no memory for
+    ///   the FFT plans); the response stays.
+    /// - Thread: control thread.
     public func removeImpulseResponse() throws(ImpulseResponseError) {
         try checkControlThread()
         let channels = Int(outputFormats[0].channelsPerFrame), rate = outputFormats[0].sampleRate
