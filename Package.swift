@@ -47,12 +47,23 @@ let package = Package(
             pkgConfig: "samplerate",
             providers: [.apt(["libsamplerate0-dev"])]
         ),
+        // KissFFT from Debian's libkissfft-dev (BSD-3-Clause), float build: the real FFTs of the
+        // convolution reverb and the analyser. kiss_fftr works in the memory kiss_fftr_alloc
+        // allocated, so it may run on the render thread. No pkgConfig: its .pc (kissfft-float)
+        // adds only -D flags SwiftPM refuses (float is the header's default anyway); the header
+        // and library are on the default paths.
+        .systemLibrary(
+            name: "CKissFFT",
+            path: "Sources/CKissFFT",
+            providers: [.apt(["libkissfft-dev"])]
+        ),
         // The engine core: formats, units, graph, render plan, offline driver. No JACK client
         // here: from libjack it uses only jack_ringbuffer (the lock-free render → consumer FIFO
-        // of taps and the file player); libsndfile reads and writes audio files.
+        // of taps and the file player); libsndfile reads and writes audio files; KissFFT
+        // transforms.
         .target(
             name: "AudioGraph",
-            dependencies: ["CSampleRate", "CJack", "CSndFile"],
+            dependencies: ["CSampleRate", "CJack", "CSndFile", "CKissFFT"],
             path: "Sources/AudioGraph"
         ),
         // The JACK driver: a client whose process callback pulls the graph.
@@ -106,11 +117,12 @@ let package = Package(
             dependencies: ["AudioGraph", "AudioGraphJACK"],
             path: "Examples/SpeechRecorder"
         ),
-        // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops.
+        // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops (and the
+        // convolver's on KissFFT).
         .target(
             name: "CReference",
             path: "Benchmarks/CReference",
-            linkerSettings: [.linkedLibrary("m")]
+            linkerSettings: [.linkedLibrary("m"), .linkedLibrary("kissfft-float")]
         ),
         .executableTarget(
             name: "graphbench",

@@ -61,3 +61,124 @@ void creference_render(const float *const *in, float *const *out, const float *c
         for (int f = 0; f < frames; f++) dst[f] = (tmp[f] + zero[f]) * gain;
     }
 }
+
+/* The convolution reverb's arithmetic, as PartitionedConvolution (Sources/AudioGraph/DSP) does it. */
+#include <kissfft/kiss_fftr.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct creference_convolver {
+    int block, bins, channels, response_channels, slots, position, newest;
+    kiss_fftr_cfg forward, inverse;
+    float *head;            /* [response channel][block], reversed */
+    kiss_fft_cpx *spectra;  /* [response channel][slots][bins], scaled by 1/(2·block) */
+    float *history;         /* [channel][2·block] */
+    kiss_fft_cpx *delay;    /* [channel][slots][bins] */
+    float *tail;            /* [channel][block] */
+    kiss_fft_cpx *acc;      /* [bins] */
+    float *scratch;         /* [2·block] */
+};
+
+creference_convolver *creference_convolver_new(const float *const *response, int response_channels, int frames,
+                                               int channels, int block) {
+    creference_convolver *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    int b = block, bins = b + 1, partitions = (frames + b - 1) / b, slots = partitions - 1;
+    c->block = b; c->bins = bins; c->channels = channels; c->response_channels = response_channels; c->slots = slots;
+    c->forward = kiss_fftr_alloc(2 * b, 0, NULL, NULL);
+    c->inverse = kiss_fftr_alloc(2 * b, 1, NULL, NULL);
+    c->head = calloc((size_t)response_channels * b, sizeof(float));
+    c->spectra = calloc((size_t)response_channels * (slots > 0 ? slots : 1) * bins, sizeof(kiss_fft_cpx));
+    c->history = calloc((size_t)channels * 2 * b, sizeof(float));
+    c->delay = calloc((size_t)channels * (slots > 0 ? slots : 1) * bins, sizeof(kiss_fft_cpx));
+    c->tail = calloc((size_t)channels * b, sizeof(float));
+    c->acc = calloc((size_t)bins, sizeof(kiss_fft_cpx));
+    c->scratch = calloc((size_t)2 * b, sizeof(float));
+    if (!c->forward || !c->inverse || !c->head || !c->spectra || !c->history || !c->delay || !c->tail || !c->acc || !c->scratch) {
+        creference_convolver_free(c);
+        return NULL;
+    }
+    const float scale = 1.0f / (float)(2 * b);
+    for (int k = 0; k < response_channels; k++) {
+        const float *h = response[k];
+        for (int i = 0; i < b && i < frames; i++) c->head[k * b + (b - 1 - i)] = h[i];
+        for (int part = 0; part < slots; part++) {
+            memset(c->scratch, 0, sizeof(float) * 2 * b);
+            int start = (part + 1) * b;
+            for (int i = 0; i < b && start + i < frames; i++) c->scratch[i] = h[start + i] * scale;
+            kiss_fftr(c->forward, c->scratch, c->spectra + ((size_t)k * slots + part) * bins);
+        }
+    }
+    return c;
+}
+
+void creference_convolver_free(creference_convolver *c) {
+    if (!c) return;
+    free(c->forward); free(c->inverse);
+    free(c->head); free(c->spectra); free(c->history); free(c->delay); free(c->tail); free(c->acc); free(c->scratch);
+    free(c);
+}
+
+/* The next block's tail: the last `block` samples of IFFT(Σ_k X[newest − k] · H_k). */
+static void convolver_tail(creference_convolver *c) {
+    const int b = c->block, bins = c->bins, slots = c->slots;
+    for (int ch = 0; ch < c->channels; ch++) {
+        memset(c->acc, 0, sizeof(kiss_fft_cpx) * bins);
+        const float *x0 = (const float *)(c->delay + (size_t)ch * slots * bins);
+        const float *h0 = (const float *)(c->spectra + (size_t)(ch % c->response_channels) * slots * bins);
+        float *a = (float *)c->acc;
+        int slot = c->newest;
+        for (int k = 0; k < slots; k++) {
+            const float *x = x0 + 2 * (size_t)slot * bins, *h = h0 + 2 * (size_t)k * bins;
+            for (int i = 0; i < bins; i++) {
+                float xr = x[2 * i], xi = x[2 * i + 1], hr = h[2 * i], hi = h[2 * i + 1];
+                a[2 * i] += xr * hr - xi * hi;
+                a[2 * i + 1] += xr * hi + xi * hr;
+            }
+            slot = slot == 0 ? slots - 1 : slot - 1;
+        }
+        kiss_fftri(c->inverse, c->acc, c->scratch);
+        memcpy(c->tail + (size_t)ch * b, c->scratch + b, sizeof(float) * b);
+    }
+}
+
+void creference_convolver_process(creference_convolver *c, const float *const *in, float *const *out, int frames) {
+    const int b = c->block;
+    int done = 0;
+    while (done < frames) {
+        int t = c->position, n = frames - done < b - t ? frames - done : b - t;
+        for (int ch = 0; ch < c->channels; ch++)
+            memcpy(c->history + (size_t)ch * 2 * b + b + t, in[ch] + done, sizeof(float) * n);
+        for (int ch = 0; ch < c->channels; ch++) {
+            float *o = out[ch] + done;
+            memcpy(o, c->tail + (size_t)ch * b + t, sizeof(float) * n);
+            const float *taps = c->head + (size_t)(ch % c->response_channels) * b;
+            const float *hist = c->history + (size_t)ch * 2 * b;
+            for (int j = 0; j < n; j++) {
+                const float *w = hist + t + j + 1;
+                float lanes[16] = {0};
+                for (int i = 0; i < b; i += 16)
+                    for (int l = 0; l < 16; l++) lanes[l] += w[i + l] * taps[i + l];
+                float sum = -0.0f;
+                for (int l = 0; l < 8; l++) sum += lanes[l] + lanes[l + 8];
+                o[j] += sum;
+            }
+        }
+        if (t + n == b) {
+            if (c->slots > 0) {
+                c->newest = c->newest + 1 == c->slots ? 0 : c->newest + 1;
+                for (int ch = 0; ch < c->channels; ch++)
+                    kiss_fftr(c->forward, c->history + (size_t)ch * 2 * b, c->delay + ((size_t)ch * c->slots + c->newest) * c->bins);
+                convolver_tail(c);
+            }
+            for (int ch = 0; ch < c->channels; ch++) {
+                float *h = c->history + (size_t)ch * 2 * b;
+                memcpy(h, h + b, sizeof(float) * b);
+            }
+            c->position = 0;
+        } else {
+            c->position = t + n;
+        }
+        done += n;
+    }
+}

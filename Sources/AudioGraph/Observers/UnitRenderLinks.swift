@@ -16,6 +16,8 @@ enum ObserverKind: UInt8 {
     case tap
     /// An unretained ``MeterCore``: the slice updates its readings.
     case meter
+    /// An unretained ``AnalyserCore``: the slice is copied into its ring (mono).
+    case analyser
 }
 
 /// One observer of one output element. Trivial; `target` is kept alive by the control side
@@ -105,6 +107,10 @@ enum Observers {
             case .meter:
                 Unmanaged<MeterCore>.fromOpaque(entry.target)._withUnsafeGuaranteedRef {
                     $0.process(channels: channels, channelCount: channelCount, frames: frames, sampleRate: sampleRate)
+                }
+            case .analyser:
+                Unmanaged<AnalyserCore>.fromOpaque(entry.target)._withUnsafeGuaranteedRef {
+                    $0.write(channels: channels, channelCount: channelCount, frames: frames, sampleRate: sampleRate)
                 }
             }
         }

@@ -14,6 +14,8 @@ public enum AudioUnitParameterUnit: Sendable {
     case decibels
     /// Seconds (`kAudioUnitParameterUnit_Seconds`).
     case seconds
+    /// Percent, 0…100 (`kAudioUnitParameterUnit_Percent`).
+    case percent
 }
 
 /// Describes one parameter: where it lives, its range and default. Mirrors `AudioUnitParameterInfo`.

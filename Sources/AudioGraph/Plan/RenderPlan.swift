@@ -13,6 +13,8 @@ enum KernelKind: UInt8 {
     case filePlayer
     /// ``SplitterUnit``, ``ChannelSplitterUnit``, ``MergerUnit``: channels routed between elements.
     case routing
+    /// ``ConvolutionReverbUnit``: partitioned convolution (the unit's render context) and the dry/wet mix.
+    case convolution
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

@@ -1,5 +1,6 @@
 // Render: every call the render path makes that `@_noLocks` cannot check — each one deliberate, as the RealTimeRules article lists them.
 import CJack
+import CKissFFT
 import CSampleRate
 #if canImport(Glibc)
 import Glibc
@@ -94,6 +95,20 @@ enum RealTime {
     @_noLocks @inline(__always)
     static func ringReadAdvance(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>, _ bytes: Int) {
         _unsafePerformance { jack_ringbuffer_read_advance(ring, bytes) }
+    }
+
+    // MARK: - KissFFT (works in the memory kiss_fftr_alloc allocated when the plan was made)
+
+    /// `kiss_fftr`: the forward real FFT of `n` samples into `n/2 + 1` bins, unscaled.
+    @_noLocks @inline(__always)
+    static func fftForward(_ plan: OpaquePointer, _ time: UnsafePointer<Float>, _ frequency: UnsafeMutablePointer<kiss_fft_cpx>) {
+        _unsafePerformance { kiss_fftr(plan, time, frequency) }
+    }
+
+    /// `kiss_fftri`: the inverse real FFT of `n/2 + 1` bins into `n` samples, unscaled (× n).
+    @_noLocks @inline(__always)
+    static func fftInverse(_ plan: OpaquePointer, _ frequency: UnsafePointer<kiss_fft_cpx>, _ time: UnsafeMutablePointer<Float>) {
+        _unsafePerformance { kiss_fftri(plan, frequency, time) }
     }
 
     // MARK: - The application's callbacks (its code, under the rules for render callbacks)

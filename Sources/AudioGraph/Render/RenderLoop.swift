@@ -167,6 +167,7 @@ enum RenderLoop {
         case .filePlayer: FilePlayerKernel.render(step, piece)
         case .passthrough: PassthroughKernel.render(step, piece)
         case .routing: RoutingKernel.render(step, piece)
+        case .convolution: ConvolutionKernel.render(step, piece)
         }
     }
 

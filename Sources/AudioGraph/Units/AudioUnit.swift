@@ -21,6 +21,8 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case channelSplitter
     /// `kAudioUnitSubType_Merger` / Web Audio's ChannelMergerNode: input elements' channels side by side in one output (``MergerUnit``).
     case merger
+    /// A convolution reverb (Web Audio's ConvolverNode, PipeWire's convolver; ``ConvolutionReverbUnit``).
+    case convolutionReverb
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
