@@ -285,7 +285,9 @@ struct GraphFileReader {
                 shape[field.name] = .ints(counts)
             case .file:
                 guard let text = value as? String, !text.isEmpty else { throw error(at, "must be a file path") }
-                shape[field.name] = .text(text)
+                // Relative to the graph file's folder, as a user writing "ir.wav" beside it means.
+                let folder = file.contains("/") ? String(file[..<file.lastIndex(of: "/")!]) : "."
+                shape[field.name] = .text(text.hasPrefix("/") ? text : folder + "/" + text)
             case .choice(let names, _):
                 guard let text = value as? String, names.contains(text) else { throw error(at, "must be one of: \(names.joined(separator: ", "))") }
                 shape[field.name] = .text(text)
@@ -293,8 +295,9 @@ struct GraphFileReader {
         }
         for field in type.fields { if case .file = field.kind, shape[field.name] == nil { throw error(path + [.key(field.name)], "a \(type.rawValue) needs \"\(field.name)\"") } }
         let unit: AudioUnit
-        do { unit = try type.makeUnit(shape, fileChannels: channels, sampleRate: sampleRate ?? StreamFormat.maximumSampleRate) } catch let refusal {
-            throw error(path, "a \(type.rawValue) of this shape cannot be made: \(refusal)")
+        do { unit = try type.makeUnit(shape, fileChannels: channels, sampleRate: sampleRate ?? 48_000) } catch let refusal {
+            if let field = refusal.field { throw error(path + [.key(field)], refusal.message) }
+            throw error(path, "a \(type.rawValue) of this shape cannot be made: \(refusal.message)")
         }
         // This unit only answers for its parameters: at the rate, so rate-bound ranges are the real ones.
         if let output = try? unit.streamFormat(scope: .output, element: 0),

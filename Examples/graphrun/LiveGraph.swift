@@ -94,6 +94,9 @@ final class LiveGraph {
             do {
                 let unit = try makeUnit(node, channels: new.channels)
                 added[node.id] = (try graph.addNode(unit), unit)
+            } catch let error as NodeTypeError {
+                dropAdded()
+                throw reader.error([.key("nodes"), .index(index)] + (error.field.map { [.key($0)] } ?? []), error.message)
             } catch {
                 dropAdded()
                 throw reader.error([.key("nodes"), .index(index)], "the unit refused its settings: \(error)")
@@ -150,7 +153,7 @@ final class LiveGraph {
         return changes
     }
 
-    private func makeUnit(_ node: NodeSpec, channels: Int) throws(AudioUnitError) -> AudioUnit {
+    private func makeUnit(_ node: NodeSpec, channels: Int) throws(NodeTypeError) -> AudioUnit {
         let unit = try node.type.makeUnit(node.shape, fileChannels: channels, sampleRate: sampleRate > 0 ? sampleRate : 48_000)
         _ = setParameters(of: unit, node, previous: nil)
         return unit

@@ -40,9 +40,15 @@ struct ShapeField {
     let help: String
 }
 
+/// Why a node's unit could not be made: the shape field at fault (nil: the node as a whole) and why.
+struct NodeTypeError: Error {
+    let field: String?
+    let message: String
+}
+
 /// A unit type a graph file can name.
 enum NodeType: String, CaseIterable {
-    case lowpass, mutegate, mixer, splitter, channelsplitter, merger
+    case lowpass, mutegate, mixer, splitter, channelsplitter, merger, convolver
 
     /// One line for `--list`: what it is and which Apple / Web Audio unit it mirrors.
     var summary: String {
@@ -53,6 +59,7 @@ enum NodeType: String, CaseIterable {
         case .splitter: return "one input copied to several outputs (kAudioUnitSubType_Splitter)"
         case .channelsplitter: return "each input channel to its own mono output (Web Audio ChannelSplitterNode)"
         case .merger: return "inputs' channels side by side in one output (kAudioUnitSubType_Merger, Web Audio ChannelMergerNode)"
+        case .convolver: return "convolution reverb with an impulse response from a file (Web Audio ConvolverNode)"
         }
     }
 
@@ -70,6 +77,9 @@ enum NodeType: String, CaseIterable {
             return [ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: the input's channels = the mono outputs")]
         case .merger:
             return [ShapeField(name: "inputChannels", kind: .counts(default: [1, 1]), help: "each input element's channels, 64 in all at most")]
+        case .convolver:
+            return [ShapeField(name: "impulseResponse", kind: .file,
+                               help: "the impulse response: any file libsndfile reads, ≤ 10 s, resampled to the server's rate; relative to the graph file's folder")]
         }
     }
 
@@ -92,9 +102,17 @@ enum NodeType: String, CaseIterable {
     }
 
     /// A new, detached unit of this type and shape at `sampleRate`.
-    /// - Throws: the unit's own error when it refuses the shape.
-    func makeUnit(_ shape: Shape = [:], fileChannels: Int = 2, sampleRate: Double = 48_000) throws(AudioUnitError) -> AudioUnit {
-        let channels = shape.int("format") ?? fileChannels
+    /// - Throws: ``NodeTypeError`` naming the field the unit refused (an impulse response that
+    ///   cannot be read), or none when it refused the shape as a whole.
+    func makeUnit(_ shape: Shape = [:], fileChannels: Int = 2, sampleRate: Double = 48_000) throws(NodeTypeError) -> AudioUnit {
+        do { return try makeUnit(shape, channels: shape.int("format") ?? fileChannels, sampleRate: sampleRate) } catch let error as NodeTypeError {
+            throw error
+        } catch {
+            throw NodeTypeError(field: nil, message: "\(error)")
+        }
+    }
+
+    private func makeUnit(_ shape: Shape, channels: Int, sampleRate: Double) throws -> AudioUnit {
         let unit: AudioUnit
         switch self {
         case .lowpass: unit = LowPassFilterUnit()
@@ -103,10 +121,19 @@ enum NodeType: String, CaseIterable {
         case .splitter: unit = try SplitterUnit(outputs: shape.int("outputs") ?? 2, channels: channels)
         case .channelsplitter: unit = try ChannelSplitterUnit(channels: channels)
         case .merger: unit = try MergerUnit(inputChannels: shape.ints("inputChannels") ?? [1, 1])
+        case .convolver:
+            let convolver = ConvolutionReverbUnit()
+            if let path = shape.text("impulseResponse") {
+                try convolver.setStreamFormat(try .float32(sampleRate: sampleRate, channels: UInt32(channels)), scope: .output, element: 0)
+                do { try convolver.loadImpulseResponse(contentsOf: path) } catch {
+                    throw NodeTypeError(field: "impulseResponse", message: "\(error)")
+                }
+            }
+            unit = convolver
         }
         // Output formats at the server's rate (a mixer's with the file's channels); the others follow their input.
-        let outputChannels = self == .mixer ? channels : Int((try unit.streamFormat(scope: .output, element: 0)).channelsPerFrame)
-        if [.mixer, .splitter, .channelsplitter, .merger].contains(self) {
+        let outputChannels = [.mixer, .convolver].contains(self) ? channels : Int((try unit.streamFormat(scope: .output, element: 0)).channelsPerFrame)
+        if [.mixer, .splitter, .channelsplitter, .merger, .convolver].contains(self) {
             try unit.setStreamFormat(try .float32(sampleRate: sampleRate, channels: UInt32(outputChannels)), scope: .output, element: 0)
         }
         return unit

@@ -115,7 +115,32 @@ extension JACKIntegration {
              ":2: nodes[0].inputs: unknown field (expected one of: comment, id, parameters, type)"),
             ("{\n  \"nodes\": [ { \"id\": \"s\", \"type\": \"splitter\" } ],\n  \"connections\": [\n    { \"from\": \"s:2\", \"to\": \"io\" }\n  ]\n}\n",
              ":4: connections[0].from: a splitter has output elements 0…1 only"),
+            ("{\n  \"nodes\": [ { \"id\": \"rev\", \"type\": \"convolver\",\n    \"impulseResponse\": \"no-such-ir.wav\" } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].impulseResponse: cannot read the impulse response /tmp/no-such-ir.wav"),
+            ("{\n  \"nodes\": [ { \"id\": \"rev\", \"type\": \"convolver\" } ],\n  \"connections\": []\n}\n",
+             ":2: nodes[0].impulseResponse: a convolver needs \"impulseResponse\""),
         ]
+
+        /// A convolver whose impulse response is a real recording (alsa-utils' speech), named
+        /// relative to nothing: an absolute path; checked and run live.
+        @Test func aConvolverFromAFileRuns() throws {
+            let text = """
+            { "nodes": [ { "id": "rev", "type": "convolver", "impulseResponse": "\(Speech.path)",
+                           "parameters": { "dryWetMix": 50, "gain": -12 } } ],
+              "connections": [ { "from": "io", "to": "rev" }, { "from": "rev", "to": "io" } ] }
+            """
+            let path = try temporaryFile(text)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let check = try ToolProcess("graphrun", [path, "--check"], server: server)
+            #expect(check.waitForExit() == 0, "\(check.stderr)")
+            let name = "gr-conv-\(getpid())"
+            let tool = try ToolProcess("graphrun", [path, "--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("graphrun: running"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            tool.send("dump")
+            #expect(tool.waitFor("convolutionReverb"), "\(tool.stdout)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
 
         /// A channel splitter and a merger from a file cross the channels: speech into in_1 comes
         /// out of out_2 bit for bit, and `--list` names both types.

@@ -16,7 +16,8 @@ extension AudioComponentRegistry {
     /// The engine's own units. Apple's codes (manufacturer `appl`) where the unit stands in for
     /// Apple's: `auou/rioc` RemoteIO, `aumx/mcmx` multichannel mixer, `aufx/lpas` low-pass,
     /// `augn/afpl` file player, `aufc/splt` splitter, `aufc/merg` merger. Ours (`AGph`) for the
-    /// mute gate (`aufx/mute`) and the channel splitter (`aufc/chsp`). ``RenderCallbackUnit``
+    /// mute gate (`aufx/mute`), the channel splitter (`aufc/chsp`) and the convolution reverb
+    /// (`aufx/conv`). ``RenderCallbackUnit``
     /// needs your closure, so it is not a component (register your own with
     /// ``register(_:)``).
     public static let builtIns: [AudioComponent] = {
@@ -29,6 +30,7 @@ extension AudioComponentRegistry {
             builtIn("aufc", "merg", "appl", "Apple: AUMerger") { () throws(AudioUnitError) in try MergerUnit() },
             builtIn("aufx", "mute", "AGph", "AudioGraph: MuteGate") { MuteGateUnit() },
             builtIn("aufc", "chsp", "AGph", "AudioGraph: ChannelSplitter") { () throws(AudioUnitError) in try ChannelSplitterUnit() },
+            builtIn("aufx", "conv", "AGph", "AudioGraph: ConvolutionReverb") { ConvolutionReverbUnit() },
         ]
     }()
 }
