@@ -11,6 +11,8 @@ enum KernelKind: UInt8 {
     case custom
     /// ``AudioFilePlayerUnit``: reads its ring (the unit's render context).
     case filePlayer
+    /// ``DynamicsProcessorUnit``, ``PeakLimiterUnit``: detector, curve, gain.
+    case dynamics, peakLimiter
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

@@ -153,6 +153,8 @@ enum RenderLoop {
         case .custom: CustomKernel.render(step, piece)
         case .filePlayer: FilePlayerKernel.render(step, piece)
         case .passthrough: PassthroughKernel.render(step, piece)
+        case .dynamics: DynamicsKernel.render(step, piece)
+        case .peakLimiter: PeakLimiterKernel.render(step, piece)
         }
     }
 

@@ -15,6 +15,10 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case renderCallback
     /// `kAudioUnitSubType_AudioFilePlayer`: streams a file from disk (``AudioFilePlayerUnit``).
     case audioFilePlayer
+    /// `kAudioUnitSubType_DynamicsProcessor`: a compressor/expander (``DynamicsProcessorUnit``).
+    case dynamicsProcessor
+    /// `kAudioUnitSubType_PeakLimiter`: a look-ahead peak limiter (``PeakLimiterUnit``).
+    case peakLimiter
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
