@@ -13,6 +13,8 @@ enum KernelKind: UInt8 {
     case filePlayer
     /// ``DynamicsProcessorUnit``, ``PeakLimiterUnit``: detector, curve, gain.
     case dynamics, peakLimiter
+    /// The generators: ``OscillatorUnit``, ``NoiseUnit``, ``ConstantSourceUnit``.
+    case oscillator, noise, constantSource
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

@@ -19,6 +19,12 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case dynamicsProcessor
     /// `kAudioUnitSubType_PeakLimiter`: a look-ahead peak limiter (``PeakLimiterUnit``).
     case peakLimiter
+    /// A band-limited oscillator, Web Audio's `OscillatorNode` (``OscillatorUnit``); no Apple counterpart.
+    case oscillator
+    /// White or pink noise (``NoiseUnit``); no Apple counterpart.
+    case noise
+    /// A constant value, Web Audio's `ConstantSourceNode` (``ConstantSourceUnit``); no Apple counterpart.
+    case constantSource
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
