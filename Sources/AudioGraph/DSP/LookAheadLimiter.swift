@@ -186,8 +186,10 @@ enum LookAheadLimiter {
         var reduction = s.pointee.reduction
         var head = s.pointee.head, tail = s.pointee.tail
         let inverseA = 1 / Double(a)
+        // Wrapping integer arithmetic in the loop: positions are frame counts (no overflow in
+        // centuries of audio), and the checks of ordinary + and − cost a fifth of the loop.
         for f in 0..<frames {
-            let k = Float(f + 1)
+            let k = Float(f &+ 1)
             let preGain = gain0 == gain1 ? gain1 : gain0 + gainStep * k
             let ceiling = (ceiling0 == ceiling1 ? ceiling1 : ceiling0 + ceilingStep * k) * margin
             // 1. The input frame into the delay line (silence for channels without input), and
@@ -196,26 +198,26 @@ enum LookAheadLimiter {
             var peak: Float = 0
             if let input {
                 for c in 0..<inChannels {
-                    let y = input[c][offset + f] * preGain
-                    audio[c * capacity + w] = y
+                    let y = input[c][offset &+ f] * preGain
+                    audio[c &* capacity &+ w] = y
                     peak = max(peak, abs(y))
                 }
             }
-            for c in inChannels..<channels { audio[c * capacity + w] = 0 }
+            for c in inChannels..<channels { audio[c &* capacity &+ w] = 0 }
             needed[w] = peak > ceiling ? ceiling / peak : 1
             // 2. The sliding minimum over the A frames ending at q = n − D + A − 1.
-            let q = n - d + a - 1
+            let q = n &- d &+ a &- 1
             let v = needed[q & mask]
-            while tail > head && values[(tail - 1) & mask] >= v { tail -= 1 }
+            while tail > head && values[(tail &- 1) & mask] >= v { tail = tail &- 1 }
             values[tail & mask] = v
             dequeFrames[tail & mask] = q
-            tail += 1
-            while dequeFrames[head & mask] <= q - a { head += 1 }
+            tail = tail &+ 1
+            while dequeFrames[head & mask] <= q &- a { head = head &+ 1 }
             let h = values[head & mask]
             // 3. Its average over the last A frames.
-            let leaving = minima[(n - a) & mask]
-            if leaving < 1 { reduced -= 1 }
-            if h < 1 { reduced += 1 }
+            let leaving = minima[(n &- a) & mask]
+            if leaving < 1 { reduced = reduced &- 1 }
+            if h < 1 { reduced = reduced &+ 1 }
             minima[w] = h
             var average: Float = 1
             if reduced == 0 {
@@ -234,12 +236,12 @@ enum LookAheadLimiter {
             }
             let envelope = 1 - reduction
             // 5. The frame leaving the delay line, capped under the ceiling in force now.
-            let m = (n - d) & mask
+            let m = (n &- d) & mask
             var out: Float = 0
-            for c in 0..<channels { out = max(out, abs(audio[c * capacity + m])) }
+            for c in 0..<channels { out = max(out, abs(audio[c &* capacity &+ m])) }
             let g = out > ceiling ? min(envelope, ceiling / out) : envelope
-            for c in 0..<channels { output[c][offset + f] = audio[c * capacity + m] * g }
-            n += 1
+            for c in 0..<channels { output[c][offset &+ f] = audio[c &* capacity &+ m] * g }
+            n = n &+ 1
         }
         s.pointee.position = n
         s.pointee.sum = sum

@@ -122,26 +122,29 @@ enum OscillatorKernel {
         let increment0 = st.increment
         let slope = (increment1 - increment0) / Double(frames)
         var phase = st.phase
-        var done = 0
-        while done < frames {
-            let n = min(tablePiece, frames - done)
-            // Increments of this run's frames: increment0 + slope × (f + 1), f = done…done + n − 1.
-            let first = increment0 + slope * Double(done + 1), last = increment0 + slope * Double(done + n)
-            let table = shape == 0 ? st.tables.sine : st.tables.table(shape: shape - 1, maximumFrequency: max(first, last))
-            if increment0 == increment1 {
-                for f in 0..<n {
-                    out[done + f] = WavetableReader.read(table, phase: phase)
-                    phase += increment1
-                    if phase >= 1 { phase -= 1 }
-                }
-            } else {
-                for f in 0..<n {
-                    out[done + f] = WavetableReader.read(table, phase: phase)
-                    phase += increment0 + slope * Double(done + f + 1)
-                    if phase >= 1 { phase -= 1 }
-                }
+        if increment0 == increment1 {
+            // Steady: one table for the whole piece.
+            let table = shape == 0 ? st.tables.sine : st.tables.table(shape: shape - 1, maximumFrequency: increment1)
+            for f in 0..<frames {
+                out[f] = WavetableReader.read(table, phase: phase)
+                phase += increment1
+                if phase >= 1 { phase -= 1 }
             }
-            done += n
+        } else {
+            var done = 0
+            while done < frames {
+                let n = min(tablePiece, frames &- done)
+                // Increments of this run's frames: increment0 + slope × (f + 1), f = done…done + n − 1;
+                // the table for the highest of them.
+                let first = increment0 + slope * Double(done &+ 1), last = increment0 + slope * Double(done &+ n)
+                let table = shape == 0 ? st.tables.sine : st.tables.table(shape: shape - 1, maximumFrequency: max(first, last))
+                for f in 0..<n {
+                    out[done &+ f] = WavetableReader.read(table, phase: phase)
+                    phase += increment0 + slope * Double(done &+ f &+ 1)
+                    if phase >= 1 { phase -= 1 }
+                }
+                done = done &+ n
+            }
         }
         if st.amplitude != 1 || amplitude1 != 1 { LinearGain.scale(out, frames: frames, from: st.amplitude, to: amplitude1) }
         for c in 1..<max(1, s.outputChannelCount) { copy(out, to: s.output[c] + piece.offset, frames: frames) }
