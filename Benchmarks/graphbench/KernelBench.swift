@@ -33,7 +33,7 @@ extension KernelBench {
     }
 
     /// Every catalogue kernel measured (each unit family adds its list here).
-    static var all: [KernelBench] { [] }
+    static var all: [KernelBench] { [] + dynamics + generators }
 }
 
 /// Measures every kernel at slice 64 and 256, alternating engine and C, best of three.
