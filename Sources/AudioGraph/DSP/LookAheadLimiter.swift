@@ -14,8 +14,8 @@
 /// one-pole smoother then slows the recovery (time constant: the decay time) and never the
 /// reduction. Last, the gain is capped at what the leaving frame needs under the ceiling in
 /// force now (only rounding, or a ceiling or attack just changed, make this bite), so no sample on
-/// the sample grid ever exceeds the ceiling. Inter-sample (true) peaks may: up to about 0.7 dB
-/// for music at 48 kHz, more for content near the Nyquist frequency.
+/// the sample grid ever exceeds the ceiling. Inter-sample (true) peaks may: by 0.44 dB on the
+/// tests' speech raised 20 dB (4× oversampled), more for content near the Nyquist frequency.
 ///
 /// The sliding minimum is a monotonic deque (Lemire, "Streaming maximum-minimum filter using no
 /// more than three comparisons per element", 2006): amortized O(1) per frame.

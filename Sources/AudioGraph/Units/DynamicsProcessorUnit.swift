@@ -4,9 +4,9 @@ import Synchronization
 /// A compressor and downward expander with Apple's headroom model: the
 /// `kAudioUnitSubType_DynamicsProcessor` analogue.
 ///
-/// Per frame: a smooth branching peak detector (``PeakDetector``, AttackTime and ReleaseTime as
+/// Per frame: a smooth branching peak detector (`PeakDetector`, AttackTime and ReleaseTime as
 /// its time constants) follows the largest |sample| over the channels; its level L (dBFS) goes
-/// through the static curve (``DynamicsCurve``: Giannoulis, Massberg and Reiss, JAES 2012, with a
+/// through the static curve (`DynamicsCurve`: Giannoulis, Massberg and Reiss, JAES 2012, with a
 /// fixed 6 dB soft knee at each threshold), and every channel is multiplied by
 /// 10^((G(L) + OverallGain) / 20). The compression ratio is not a parameter (as in Apple's unit):
 /// R = −Threshold / HeadRoom (at least 1), so a 0 dBFS input comes out at Threshold + HeadRoom

@@ -3,10 +3,11 @@
 /// A noise generator (no Apple or Web Audio counterpart). No input elements; one output element
 /// of any channel count, every channel the same signal.
 ///
-/// White noise is uniform on −Amplitude…Amplitude (RMS Amplitude/√3), from ``PCG32``: the same
-/// Seed gives the same samples on every machine, from the unit's first frame (or from the frame
-/// a new Seed takes effect). Pink noise is that white noise through Paul Kellet's filter
-/// (``PinkFilter``): −3 dB per octave, the same RMS as the white noise (peaks a little higher).
+/// White noise is uniform on −Amplitude…Amplitude (RMS Amplitude/√3), from PCG32 (Melissa
+/// O'Neill, 2014; XSH RR): the same Seed gives the same samples on every machine, from the unit's
+/// first frame (or from the frame a new Seed takes effect). Pink noise is that white noise
+/// through Paul Kellet's filter ("pk3", music-dsp, 1999): −3 dB per octave, the same RMS as the
+/// white noise (peaks a little higher).
 ///
 /// Color and Seed change at once (a new Seed restarts the sequence and clears the pink filter);
 /// Amplitude glides like a mixer volume.

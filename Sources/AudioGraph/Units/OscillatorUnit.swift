@@ -5,10 +5,11 @@
 ///
 /// The frequency it plays is Frequency × 2^(Detune / 1200), limited to 0…sampleRate/2. Sine is
 /// read from a 4,096-point sine table; square, sawtooth and triangle from band-limited wavetables
-/// (``BandLimitedTables``: Web Audio's Fourier series with every harmonic above the Nyquist
-/// frequency left out), chosen afresh every 32 frames for the highest frequency in them. The phase
-/// is kept in Double (cycles), starts at 0 (a sine starts at 0, rising) and is never reset by
-/// parameter changes, so frequency changes are phase-continuous.
+/// (`BandLimitedTables`: Web Audio's Fourier series with every harmonic above the Nyquist
+/// frequency left out): one table for a steady note, chosen afresh every 32 frames for the highest
+/// frequency in them while the frequency moves. The phase is kept in Double (cycles), starts at
+/// 0 (a sine starts at 0, rising) and is never reset by parameter changes, so frequency changes
+/// are phase-continuous.
 ///
 /// Ramps are sample-accurate: Frequency and Detune follow ``AudioUnit/scheduleParameters(_:)``'s
 /// linear ramps and target approaches frame by frame (the per-frame phase increment is

@@ -2,11 +2,17 @@
 
 /// A look-ahead peak limiter: the `kAudioUnitSubType_PeakLimiter` analogue, with a ceiling of ours.
 ///
-/// After PreGain, no sample on the sample grid exceeds Ceiling (inter-sample peaks may; see
-/// ``LookAheadLimiter`` for the algorithm and its sources). The gain starts down AttackTime
-/// before a peak along a straight ramp, so a peak is limited without distortion, and recovers
-/// with DecayTime as the time constant. Audio whose peaks stay under the ceiling comes out
-/// unchanged (bit for bit at PreGain 0 dB), delayed by the look-ahead.
+/// After PreGain, no sample on the sample grid exceeds Ceiling (inter-sample peaks may: by
+/// 0.44 dB on the tests' speech raised 20 dB, measured 4× oversampled, and more for content near
+/// the Nyquist frequency; lower the ceiling for true-peak headroom). The gain each frame needs under the ceiling is held over AttackTime by a
+/// sliding minimum and averaged over AttackTime (the look-ahead "hold then average" limiter:
+/// Geraint Luff, "Designing a straightforward limiter", Signalsmith Audio, 2022; the sliding
+/// minimum is Lemire's monotonic deque, 2006), so the gain goes down along a straight ramp that
+/// reaches the needed gain exactly at the peak and comes back along another; a one-pole smoother
+/// (DecayTime, its time constant) slows the recovery, never the reduction; a last cap at what
+/// the leaving frame needs under the ceiling in force holds it through rounding and edits.
+/// Audio whose peaks stay under the ceiling comes out unchanged (bit for bit at PreGain 0 dB),
+/// delayed by the look-ahead.
 ///
 /// The look-ahead is fixed: the longest AttackTime, 30 ms (1,440 frames at 48 kHz; D = 0.03 × rate
 /// rounded to whole frames). It is the unit's latency, reported by the Latency property
