@@ -14,8 +14,8 @@
 public final class ConstantSourceUnit: AudioUnit, @unchecked Sendable {
     /// Parameter IDs (global scope, element 0).
     public enum Parameter {
-        /// Offset: the output value, any finite number (−1…1 nominal, not clamped), default 1
-        /// (Web Audio's `offset`).
+        /// Offset: the output value, any finite number, default 1 (Web Audio's `offset`, whose
+        /// nominal range is the whole Float range: ±3.4 × 10³⁸, which is what parameterInfo reports).
         public static let offset: AudioUnitParameterID = 0
     }
 
@@ -28,7 +28,7 @@ public final class ConstantSourceUnit: AudioUnit, @unchecked Sendable {
 
     override class var parameterDefinitions: [AudioUnitParameterInfo] {
         [AudioUnitParameterInfo(id: Parameter.offset, name: "Offset", unit: .generic,
-                                minValue: -1, maxValue: 1, defaultValue: 1, clampsToRange: false)]
+                                minValue: -.greatestFiniteMagnitude, maxValue: .greatestFiniteMagnitude, defaultValue: 1)]
     }
 
     override var kernelKind: KernelKind { .constantSource }

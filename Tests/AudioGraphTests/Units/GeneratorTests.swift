@@ -246,9 +246,11 @@ struct GeneratorTests {
         for f in 600..<1100 { worst = max(worst, abs(x[f] - (0.75 - 0.5 * Float(f - 600 + 1) / 500))) }
         #expect(worst < 1e-6, "a linear ramp frame by frame: \(worst)")
         #expect(x[1100...].allSatisfy { $0 == 0.25 })
-        // Any finite value; not clamped.
-        try stepped.setParameter(ConstantSourceUnit.Parameter.offset, 1000, scope: .global)
-        #expect(try stepped.parameter(ConstantSourceUnit.Parameter.offset, scope: .global) == 1000)
+        // Any finite value, Web Audio's whole Float range.
+        try stepped.setParameter(ConstantSourceUnit.Parameter.offset, -1000, scope: .global)
+        #expect(try stepped.parameter(ConstantSourceUnit.Parameter.offset, scope: .global) == -1000)
+        let info = try stepped.parameterInfo(ConstantSourceUnit.Parameter.offset, scope: .global)
+        #expect(info.minValue == -.greatestFiniteMagnitude && info.maxValue == .greatestFiniteMagnitude && info.defaultValue == 1)
         #expect(throws: AudioUnitError.invalidParameter) { try stepped.setParameter(ConstantSourceUnit.Parameter.offset, .infinity, scope: .global) }
     }
 
