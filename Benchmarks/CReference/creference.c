@@ -1,4 +1,4 @@
-// Benchmark: the plain-C reference — the standard graph's arithmetic as tight loops, for graphbench's ratios.
+// Benchmark: the plain-C reference — the standard graph's arithmetic and each catalogue kernel's, as tight loops, for graphbench's ratios.
 #include "creference.h"
 #include <math.h>
 
@@ -181,4 +181,187 @@ void creference_convolver_process(creference_convolver *c, const float *const *i
         }
         done += n;
     }
+}
+
+/* The catalogue's dynamics and generator kernels, each the same arithmetic as its Swift kernel
+   in the same order (see the header), so checksums can be compared. */
+
+static float curve_gain(const float c[6], float x) {
+    const float t = c[0], ratio = c[1], e = c[2], re = c[3], w = c[4], half = c[4] / 2;
+    float g = 0;
+    float over_t = x - t;
+    if (over_t > half) {
+        g = (1 / ratio - 1) * over_t;
+    } else if (over_t >= -half) {
+        float d = over_t + half;
+        g = (1 / ratio - 1) * d * d / (2 * w);
+    }
+    float over_e = x - e;
+    if (over_e < -half) {
+        g += (re - 1) * over_e;
+    } else if (over_e <= half) {
+        float d = over_e - half;
+        g -= (re - 1) * d * d / (2 * w);
+    }
+    return g;
+}
+
+void creference_dynamics(const float *const *in, float *const *out, int channels, int frames,
+                         float *envelope, float attack, float release, float low, float high,
+                         float makeup, const float curve[6], float *gains) {
+    const float db_per_neper = 8.685889638065035f;
+    float env = *envelope;
+    for (int start = 0; start < frames; start += 64) {
+        int count = frames - start < 64 ? frames - start : 64;
+        for (int f = 0; f < count; f++) gains[f] = 0;
+        for (int c = 0; c < channels; c++) {
+            const float *src = in[c] + start;
+            for (int f = 0; f < count; f++) { float a = fabsf(src[f]); if (a > gains[f]) gains[f] = a; }
+        }
+        for (int f = 0; f < count; f++) {
+            float a = gains[f] > env ? attack : release;
+            env = a * env + (1 - a) * gains[f];
+            if (env >= low && env <= high) {
+                gains[f] = makeup;
+            } else {
+                float level = db_per_neper * logf(env > 1e-10f ? env : 1e-10f);
+                gains[f] = expf((curve_gain(curve, level) + curve[5]) / db_per_neper);
+            }
+        }
+        for (int c = 0; c < channels; c++) {
+            const float *src = in[c] + start;
+            float *dst = out[c] + start;
+            for (int f = 0; f < count; f++) dst[f] = src[f] * gains[f];
+        }
+    }
+    if (env < 1e-10f) env = 0;
+    *envelope = env;
+}
+
+struct limiter {
+    int channels, capacity, lookahead, attack;
+    long position, head, tail, reduced;
+    double sum;
+    float reduction;
+};
+
+unsigned long creference_limiter_size(int channels, int capacity) {
+    return sizeof(struct limiter) + (unsigned long)capacity * ((channels + 3) * sizeof(float) + sizeof(long));
+}
+
+#define LIMITER_AUDIO(s) ((float *)((struct limiter *)(s) + 1))
+void creference_limiter_init(void *state, int channels, int capacity, int lookahead, int attack) {
+    struct limiter *s = state;
+    s->channels = channels; s->capacity = capacity; s->lookahead = lookahead; s->attack = attack;
+    s->position = 0; s->head = 0; s->tail = 0; s->reduced = 0; s->sum = attack; s->reduction = 0;
+    float *audio = LIMITER_AUDIO(s), *needed = audio + channels * capacity, *minima = needed + capacity;
+    for (int i = 0; i < channels * capacity; i++) audio[i] = 0;
+    for (int i = 0; i < capacity; i++) { needed[i] = 1; minima[i] = 1; }
+    /* The deque for the first window: all ones, so one entry (the newest) survives. */
+    float *values = minima + capacity;
+    long *frames = (long *)(values + capacity);
+    long last = -1 - lookahead + attack - 1;
+    values[0] = 1; frames[0] = last; s->tail = 1;
+}
+
+void creference_limiter(void *state, const float *const *in, float *const *out, int count,
+                        float pregain, float ceiling_in, float release) {
+    struct limiter *s = state;
+    const long mask = s->capacity - 1, capacity = s->capacity, d = s->lookahead, a = s->attack;
+    const int channels = s->channels;
+    float *audio = LIMITER_AUDIO(s), *needed = audio + channels * capacity, *minima = needed + capacity;
+    float *values = minima + capacity;
+    long *dq = (long *)(values + capacity);
+    const float ceiling = ceiling_in * (1 - 1.0f / 1048576);
+    long n = s->position, head = s->head, tail = s->tail, reduced = s->reduced;
+    double sum = s->sum, inverse_a = 1 / (double)a;
+    float reduction = s->reduction;
+    for (int f = 0; f < count; f++) {
+        long w = n & mask;
+        float peak = 0;
+        for (int c = 0; c < channels; c++) {
+            float y = in[c][f] * pregain;
+            audio[c * capacity + w] = y;
+            float m = fabsf(y);
+            if (m > peak) peak = m;
+        }
+        needed[w] = peak > ceiling ? ceiling / peak : 1;
+        long q = n - d + a - 1;
+        float v = needed[q & mask];
+        while (tail > head && values[(tail - 1) & mask] >= v) tail--;
+        values[tail & mask] = v; dq[tail & mask] = q; tail++;
+        while (dq[head & mask] <= q - a) head++;
+        float h = values[head & mask];
+        float leaving = minima[(n - a) & mask];
+        if (leaving < 1) reduced--;
+        if (h < 1) reduced++;
+        minima[w] = h;
+        float average = 1;
+        if (reduced == 0) {
+            sum = (double)a;
+        } else {
+            sum += (double)h - (double)leaving;
+            float avg = (float)(sum * inverse_a);
+            average = avg < 1 ? avg : 1;
+        }
+        float wanted = 1 - average;
+        if (wanted > reduction) {
+            reduction = wanted;
+        } else {
+            reduction = wanted + (reduction - wanted) * release;
+            if (reduction < 1e-7f) reduction = 0;
+        }
+        float envelope = 1 - reduction;
+        long m = (n - d) & mask;
+        float o = 0;
+        for (int c = 0; c < channels; c++) { float x = fabsf(audio[c * capacity + m]); if (x > o) o = x; }
+        float g = envelope;
+        if (o > ceiling) { float cap = ceiling / o; if (cap < g) g = cap; }
+        for (int c = 0; c < channels; c++) out[c][f] = audio[c * capacity + m] * g;
+        n++;
+    }
+    s->position = n; s->head = head; s->tail = tail; s->reduced = reduced; s->sum = sum; s->reduction = reduction;
+}
+
+void creference_wavetable(float *out, int frames, const float *table, double *phase_io, double increment) {
+    double phase = *phase_io;
+    for (int f = 0; f < frames; f++) {
+        double x = phase * 4096;
+        int i = (int)x;
+        if (i > 4095) i = 4095;
+        float frac = (float)(x - (double)i);
+        float a = table[i], b = table[i + 1];
+        out[f] = a + frac * (b - a);
+        phase += increment;
+        if (phase >= 1) phase -= 1;
+    }
+    *phase_io = phase;
+}
+
+void creference_pink(float *out, int frames, unsigned long long *rng, float p[7]) {
+    unsigned long long state = *rng;
+    float b0 = p[0], b1 = p[1], b2 = p[2], b3 = p[3], b4 = p[4], b5 = p[5], b6 = p[6];
+    for (int f = 0; f < frames; f++) {
+        unsigned long long old = state;
+        state = old * 6364136223846793005ULL + 109;
+        unsigned int xorshifted = (unsigned int)(((old >> 18) ^ old) >> 27);
+        unsigned int rotation = (unsigned int)(old >> 59);
+        unsigned int bits = (xorshifted >> rotation) | (xorshifted << ((0u - rotation) & 31));
+        float white = (float)((int)bits >> 8) * (1.0f / 8388608);
+        b0 = 0.99886f * b0 + white * 0.0555179f;
+        b1 = 0.99332f * b1 + white * 0.0750759f;
+        b2 = 0.96900f * b2 + white * 0.1538520f;
+        b3 = 0.86650f * b3 + white * 0.3104856f;
+        b4 = 0.55000f * b4 + white * 0.5329522f;
+        b5 = -0.7616f * b5 - white * 0.0168980f;
+        float pink = b0 + b1 + b2 + b3 + b4 + b5 + b6 + white * 0.5362f;
+        b6 = white * 0.115926f;
+        out[f] = pink * 0.32759737f;
+    }
+    *rng = state;
+    p[0] = b0; p[1] = b1; p[2] = b2; p[3] = b3; p[4] = b4; p[5] = b5; p[6] = b6;
+}
+
+void creference_fill(float *out, int frames, float value) {
+    for (int f = 0; f < frames; f++) out[f] = value;
 }

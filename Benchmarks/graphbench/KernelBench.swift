@@ -37,7 +37,7 @@ extension KernelBench {
     }
 
     /// Every catalogue kernel measured (each unit family adds its list here).
-    static var all: [KernelBench] { convolution }
+    static var all: [KernelBench] { convolution + dynamics + generators }
 }
 
 // MARK: - Convolution

@@ -26,7 +26,8 @@ struct ParameterTable {
         func byName(_ list: [AudioUnitParameterInfo]) -> [String: AudioUnitParameterInfo] {
             Dictionary(list.map { (ParameterTable.fileName(of: $0), $0) }, uniquingKeysWith: { first, _ in first })
         }
-        node = byName(unit.parameterList(scope: .global) + unit.parameterList(scope: .output))
+        // Read-only parameters (a dynamics processor's meters) are not the file's to set.
+        node = byName((unit.parameterList(scope: .global) + unit.parameterList(scope: .output)).filter { !$0.isReadOnly })
         input = byName(unit.parameterList(scope: .input))
         self.sampleRate = sampleRate
         self.rateNote = rateNote
@@ -308,11 +309,17 @@ struct GraphFileReader {
         let inputs = type.inputCount(shape)
         var parameters: [String: Float] = [:]
         if let p = o["parameters"] {
-            guard let dict = p as? [String: Any] else { throw error(path + [.key("parameters")], "must be an object of name: number") }
+            guard var dict = p as? [String: Any] else { throw error(path + [.key("parameters")], "must be an object of name: number") }
             for key in dict.keys.sorted() {
                 let at = path + [.key("parameters"), .key(key)]
                 guard let info = table.node[key] else {
                     throw error(at, "a \(type.rawValue) has no parameter '\(key)' (it has: \(table.node.keys.sorted().joined(separator: ", ")))")
+                }
+                // An indexed parameter may be named: "waveform": "sawtooth".
+                let names = type.valueNames[key] ?? []
+                if let text = dict[key] as? String, !names.isEmpty {
+                    guard let index = names.firstIndex(of: text) else { throw error(at, "must be one of: \(names.joined(separator: ", ")) (or its number)") }
+                    dict[key] = index
                 }
                 let v = try number(dict[key], at, allowBool: info.unit == .boolean)
                 if let problem = table.problem(with: v, info) { throw error(at, problem) }
@@ -364,6 +371,7 @@ struct GraphFileReader {
             throw error(path, "no node with id \"\(id)\" (nodes: \(["io"] + nodes.keys.sorted()))")
         }
         let count = source ? node.outputs : node.inputs
+        if count == 0 { throw error(path, "a \(node.type.rawValue) has no input elements (it is a source)") }
         guard element < count else {
             throw error(path, "a \(node.type.rawValue) has \(source ? "output" : "input") element\(count == 1 ? " 0" : "s 0…\(count - 1)") only")
         }

@@ -49,6 +49,7 @@ struct NodeTypeError: Error {
 /// A unit type a graph file can name.
 enum NodeType: String, CaseIterable {
     case lowpass, mutegate, mixer, splitter, channelsplitter, merger, convolver
+    case dynamics, limiter, oscillator, noise, constant
 
     /// One line for `--list`: what it is and which Apple / Web Audio unit it mirrors.
     var summary: String {
@@ -60,13 +61,20 @@ enum NodeType: String, CaseIterable {
         case .channelsplitter: return "each input channel to its own mono output (Web Audio ChannelSplitterNode)"
         case .merger: return "inputs' channels side by side in one output (kAudioUnitSubType_Merger, Web Audio ChannelMergerNode)"
         case .convolver: return "convolution reverb with an impulse response from a file (Web Audio ConvolverNode)"
+        case .dynamics: return "compressor/expander (kAudioUnitSubType_DynamicsProcessor); its meters are read-only"
+        case .limiter: return "look-ahead peak limiter (kAudioUnitSubType_PeakLimiter); 30 ms of latency, compensated"
+        case .oscillator: return "band-limited oscillator, no input (Web Audio OscillatorNode); waveform: sine | square | sawtooth | triangle"
+        case .noise: return "white or pink noise, no input (ours); color: white | pink"
+        case .constant: return "a constant value, no input (Web Audio ConstantSourceNode)"
         }
     }
 
     /// The shape fields the type takes.
     var fields: [ShapeField] {
         switch self {
-        case .lowpass, .mutegate: return []
+        case .lowpass, .mutegate, .dynamics, .limiter: return []
+        case .oscillator, .noise, .constant:
+            return [ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: the output's channels (all the same signal)")]
         case .mixer:
             return [ShapeField(name: "inputs", kind: .count(1...1024, default: 1), help: "input elements"),
                     ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: the output's channels")]
@@ -88,6 +96,7 @@ enum NodeType: String, CaseIterable {
         switch self {
         case .mixer: return shape.int("inputs") ?? 1
         case .merger: return shape.ints("inputChannels")?.count ?? 2
+        case .oscillator, .noise, .constant: return 0
         default: return 1
         }
     }
@@ -130,13 +139,29 @@ enum NodeType: String, CaseIterable {
                 }
             }
             unit = convolver
+        case .dynamics: unit = DynamicsProcessorUnit()
+        case .limiter: unit = PeakLimiterUnit()
+        case .oscillator: unit = OscillatorUnit()
+        case .noise: unit = NoiseUnit()
+        case .constant: unit = ConstantSourceUnit()
         }
         // Output formats at the server's rate (a mixer's with the file's channels); the others follow their input.
-        let outputChannels = [.mixer, .convolver].contains(self) ? channels : Int((try unit.streamFormat(scope: .output, element: 0)).channelsPerFrame)
-        if [.mixer, .splitter, .channelsplitter, .merger, .convolver].contains(self) {
+        let outputChannels = [.mixer, .convolver, .oscillator, .noise, .constant].contains(self)
+            ? channels : Int((try unit.streamFormat(scope: .output, element: 0)).channelsPerFrame)
+        if [.mixer, .splitter, .channelsplitter, .merger, .convolver, .oscillator, .noise, .constant].contains(self) {
             try unit.setStreamFormat(try .float32(sampleRate: sampleRate, channels: UInt32(outputChannels)), scope: .output, element: 0)
         }
         return unit
+    }
+
+    /// Names a file may give instead of numbers for an indexed parameter (by the parameter's
+    /// file name), in value order: `"waveform": "sawtooth"` is 2.
+    var valueNames: [String: [String]] {
+        switch self {
+        case .oscillator: return ["waveform": OscillatorUnit.Waveform.allCases.map { "\($0)" }]
+        case .noise: return ["color": NoiseUnit.Color.allCases.map { "\($0)" }]
+        default: return [:]
+        }
     }
 
     /// `graphrun --list`: every type, its shape fields and its parameters (name, unit, range,

@@ -119,7 +119,40 @@ extension JACKIntegration {
              ":3: nodes[0].impulseResponse: cannot read the impulse response /tmp/no-such-ir.wav"),
             ("{\n  \"nodes\": [ { \"id\": \"rev\", \"type\": \"convolver\" } ],\n  \"connections\": []\n}\n",
              ":2: nodes[0].impulseResponse: a convolver needs \"impulseResponse\""),
+            ("{\n  \"nodes\": [ { \"id\": \"osc\", \"type\": \"oscillator\",\n    \"parameters\": { \"waveform\": \"saw\" } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.waveform: must be one of: sine, square, sawtooth, triangle (or its number)"),
+            ("{\n  \"nodes\": [ { \"id\": \"osc\", \"type\": \"oscillator\" } ],\n  \"connections\": [\n    { \"from\": \"io\", \"to\": \"osc\" }\n  ]\n}\n",
+             ":4: connections[0].to: a oscillator has no input elements (it is a source)"),
+            ("{\n  \"nodes\": [ { \"id\": \"dyn\", \"type\": \"dynamics\",\n    \"parameters\": { \"compressionAmount\": 3 } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.compressionAmount: a dynamics has no parameter 'compressionAmount'"),
         ]
+
+        /// The catalogue's sources and dynamics from a file: a sawtooth named by its waveform into a
+        /// limiter and a compressor, checked and run; the limiter's latency is the graph's.
+        @Test func generatorsAndDynamicsFromAFileRun() throws {
+            let text = """
+            { "nodes": [ { "id": "osc", "type": "oscillator", "parameters": { "waveform": "sawtooth", "frequency": 220, "amplitude": 0.5 } },
+                         { "id": "lim", "type": "limiter", "parameters": { "preGain": 12, "ceiling": -1 } },
+                         { "id": "comp", "type": "dynamics", "parameters": { "threshold": -30, "headRoom": 10 } } ],
+              "connections": [ { "from": "osc", "to": "lim" }, { "from": "lim", "to": "comp" }, { "from": "comp", "to": "io" } ] }
+            """
+            let path = try temporaryFile(text)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let check = try ToolProcess("graphrun", [path, "--check"], server: server)
+            #expect(check.waitForExit() == 0, "\(check.stderr)")
+            let name = "gr-gen-\(getpid())"
+            let tool = try ToolProcess("graphrun", [path, "--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("graphrun: running"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            let probe = ProbeClient(server: server, name: "probe-gr-gen", play: [Float](repeating: 0, count: 4800), captureFrames: 24_000)
+            probe.connect("\(name):out_1", probe.inPort)
+            let out = probe.run()
+            let peak = out.map(abs).max() ?? 0
+            #expect(peak > 0.05 && peak <= Float(pow(10, -1.0 / 20)), "a limited sawtooth: peak \(peak)")
+            tool.send("dump")
+            #expect(tool.waitFor("latency 30.00 ms"), "the limiter's look-ahead is the graph's latency: \(tool.stdout)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
 
         /// A convolver whose impulse response is a real recording (alsa-utils' speech), named
         /// relative to nothing: an absolute path; checked and run live.

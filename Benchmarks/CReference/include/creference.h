@@ -34,4 +34,33 @@ creference_convolver *creference_convolver_new(const float *const *response, int
 void creference_convolver_process(creference_convolver *convolver, const float *const *in, float *const *out, int frames);
 void creference_convolver_free(creference_convolver *convolver);
 
+/// The dynamics processor's arithmetic (DynamicsKernel with its parameters steady): per frame,
+/// the largest |in[c][f]| drives a smooth branching peak detector (attack/release coefficients);
+/// a level outside [low, high] (linear) goes through the soft-knee curve in dB (logf, expf), one
+/// inside gets `makeup`. `curve` = {threshold, ratio, expansion threshold, expansion ratio, knee,
+/// makeup dB}. `*envelope` carries the detector across calls. `gains` holds `frames` floats.
+void creference_dynamics(const float *const *in, float *const *out, int channels, int frames,
+                         float *envelope, float attack, float release, float low, float high,
+                         float makeup, const float curve[6], float *gains);
+
+/// The look-ahead limiter's arithmetic (LookAheadLimiter.process with steady parameters):
+/// pre-gain, a delay line of `lookahead` frames, a sliding minimum (monotonic deque) and a
+/// moving average over `attack` frames of the gain each frame needs, the release smoother, the
+/// cap. `state` is creference_limiter_size(channels, capacity) bytes from creference_limiter_init.
+unsigned long creference_limiter_size(int channels, int capacity);
+void creference_limiter_init(void *state, int channels, int capacity, int lookahead, int attack);
+void creference_limiter(void *state, const float *const *in, float *const *out, int frames,
+                        float pregain, float ceiling, float release);
+
+/// A wavetable oscillator (OscillatorKernel with a steady frequency): out[f] = the table at the
+/// phase, linearly interpolated (4096 points + a guard point); phase += increment, wrapped.
+void creference_wavetable(float *out, int frames, const float *table, double *phase, double increment);
+
+/// PCG32 (XSH RR, increment 109) uniform samples through Paul Kellet's pink filter, as NoiseKernel:
+/// `rng` the generator's state, `pink` the filter's 7 values.
+void creference_pink(float *out, int frames, unsigned long long *rng, float pink[7]);
+
+/// The constant source: out[f] = value.
+void creference_fill(float *out, int frames, float value);
+
 #endif

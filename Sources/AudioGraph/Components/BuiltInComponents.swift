@@ -15,9 +15,10 @@ extension AudioComponentRegistry {
 
     /// The engine's own units. Apple's codes (manufacturer `appl`) where the unit stands in for
     /// Apple's: `auou/rioc` RemoteIO, `aumx/mcmx` multichannel mixer, `aufx/lpas` low-pass,
-    /// `augn/afpl` file player, `aufc/splt` splitter, `aufc/merg` merger. Ours (`AGph`) for the
-    /// mute gate (`aufx/mute`), the channel splitter (`aufc/chsp`) and the convolution reverb
-    /// (`aufx/conv`). ``RenderCallbackUnit``
+    /// `augn/afpl` file player, `aufc/splt` splitter, `aufc/merg` merger, `aufx/dcmp` dynamics
+    /// processor, `aufx/lmtr` peak limiter. Ours (`AGph`) for the mute gate (`aufx/mute`), the
+    /// channel splitter (`aufc/chsp`), the convolution reverb (`aufx/conv`) and the generators
+    /// (`augn/osc `, `augn/nois`, `augn/cnst`). ``RenderCallbackUnit``
     /// needs your closure, so it is not a component (register your own with
     /// ``register(_:)``).
     public static let builtIns: [AudioComponent] = {
@@ -31,6 +32,11 @@ extension AudioComponentRegistry {
             builtIn("aufx", "mute", "AGph", "AudioGraph: MuteGate") { MuteGateUnit() },
             builtIn("aufc", "chsp", "AGph", "AudioGraph: ChannelSplitter") { () throws(AudioUnitError) in try ChannelSplitterUnit() },
             builtIn("aufx", "conv", "AGph", "AudioGraph: ConvolutionReverb") { ConvolutionReverbUnit() },
+            builtIn("aufx", "dcmp", "appl", "Apple: AUDynamicsProcessor") { DynamicsProcessorUnit() },
+            builtIn("aufx", "lmtr", "appl", "Apple: AUPeakLimiter") { PeakLimiterUnit() },
+            builtIn("augn", "osc ", "AGph", "AudioGraph: Oscillator") { OscillatorUnit() },
+            builtIn("augn", "nois", "AGph", "AudioGraph: Noise") { NoiseUnit() },
+            builtIn("augn", "cnst", "AGph", "AudioGraph: ConstantSource") { ConstantSourceUnit() },
         ]
     }()
 }

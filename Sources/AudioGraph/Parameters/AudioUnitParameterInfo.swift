@@ -16,6 +16,14 @@ public enum AudioUnitParameterUnit: Sendable {
     case seconds
     /// Percent, 0…100 (`kAudioUnitParameterUnit_Percent`).
     case percent
+    /// A ratio, e.g. an expansion ratio of 2 for 2:1 (`kAudioUnitParameterUnit_Rate`).
+    case rate
+    /// Cents, 1/100 of an equal-tempered semitone (`kAudioUnitParameterUnit_Cents`).
+    case cents
+    /// One of a list of choices, numbered from 0 (`kAudioUnitParameterUnit_Indexed`).
+    case indexed
+    /// A plain number with no unit (`kAudioUnitParameterUnit_Generic`).
+    case generic
 }
 
 /// Describes one parameter: where it lives, its range and default. Mirrors `AudioUnitParameterInfo`.
@@ -37,13 +45,18 @@ public struct AudioUnitParameterInfo: Sendable {
     /// `true`: out-of-range values are clamped to `minValue…maxValue` and the clamped value reads
     /// back. `false`: any finite value is stored as given (the range is only advisory, e.g. mixer Volume).
     public let clampsToRange: Bool
+    /// `true` for a value the unit publishes (a meter, such as the dynamics processor's
+    /// CompressionAmount): readable from any thread, refused by every set and schedule call.
+    /// Mirrors `kAudioUnitParameterFlag_IsReadable` without `kAudioUnitParameterFlag_IsWritable`.
+    public let isReadOnly: Bool
 
     /// Describes a parameter (for a ``RenderCallbackUnit``'s own parameters).
     /// - Parameters: as the properties of the same names; `minValue` ≤ `defaultValue` ≤ `maxValue`, all finite.
     public init(id: AudioUnitParameterID, name: String, scope: AudioUnitScope = .global, unit: AudioUnitParameterUnit,
-                minValue: Float, maxValue: Float, defaultValue: Float, clampsToRange: Bool = true) {
+                minValue: Float, maxValue: Float, defaultValue: Float, clampsToRange: Bool = true, isReadOnly: Bool = false) {
         self.id = id; self.name = name; self.scope = scope; self.unit = unit
         self.minValue = minValue; self.maxValue = maxValue; self.defaultValue = defaultValue
         self.clampsToRange = clampsToRange
+        self.isReadOnly = isReadOnly
     }
 }

@@ -15,6 +15,10 @@ enum KernelKind: UInt8 {
     case routing
     /// ``ConvolutionReverbUnit``: partitioned convolution (the unit's render context) and the dry/wet mix.
     case convolution
+    /// ``DynamicsProcessorUnit``, ``PeakLimiterUnit``: detector, curve, gain.
+    case dynamics, peakLimiter
+    /// The generators: ``OscillatorUnit``, ``NoiseUnit``, ``ConstantSourceUnit``.
+    case oscillator, noise, constantSource
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

@@ -46,6 +46,10 @@ enum RealTime {
     @_noLocks @inline(__always) static func rint(_ x: Double) -> Double { _unsafePerformance { Glibc.rint(x) } }
     /// `rintf` from libm.
     @_noLocks @inline(__always) static func rintf(_ x: Float) -> Float { _unsafePerformance { Glibc.rintf(x) } }
+    /// `logf` from libm (single precision).
+    @_noLocks @inline(__always) static func logf(_ x: Float) -> Float { _unsafePerformance { Glibc.logf(x) } }
+    /// `expf` from libm (single precision).
+    @_noLocks @inline(__always) static func expf(_ x: Float) -> Float { _unsafePerformance { Glibc.expf(x) } }
 
     // MARK: - libsamplerate (works in the memory src_new allocated when the plan was built)
 

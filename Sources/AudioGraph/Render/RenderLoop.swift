@@ -168,6 +168,11 @@ enum RenderLoop {
         case .passthrough: PassthroughKernel.render(step, piece)
         case .routing: RoutingKernel.render(step, piece)
         case .convolution: ConvolutionKernel.render(step, piece)
+        case .dynamics: DynamicsKernel.render(step, piece)
+        case .peakLimiter: PeakLimiterKernel.render(step, piece)
+        case .oscillator: OscillatorKernel.render(step, piece)
+        case .noise: NoiseKernel.render(step, piece)
+        case .constantSource: ConstantSourceKernel.render(step, piece)
         }
     }
 

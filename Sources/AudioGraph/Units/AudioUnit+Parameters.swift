@@ -72,7 +72,7 @@ extension AudioUnit {
     private func withCurrentBounds(_ info: AudioUnitParameterInfo) -> AudioUnitParameterInfo {
         AudioUnitParameterInfo(id: info.id, name: info.name, scope: info.scope, unit: info.unit,
                                minValue: info.minValue, maxValue: maxValue(of: info),
-                               defaultValue: info.defaultValue, clampsToRange: info.clampsToRange)
+                               defaultValue: info.defaultValue, clampsToRange: info.clampsToRange, isReadOnly: info.isReadOnly)
     }
 
     private func resolveSlot(_ id: AudioUnitParameterID, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) -> (AudioUnitParameterInfo, Int) {
@@ -109,8 +109,8 @@ extension AudioUnit {
     ///   - value: in the parameter's unit; finite.
     ///   - scope: the scope the parameter lives in.
     ///   - element: 0…elementCount(scope)−1.
-    /// - Throws: ``AudioUnitError/invalidParameter`` (unknown ID, NaN or infinite value),
-    ///   ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``.
+    /// - Throws: ``AudioUnitError/invalidParameter`` (unknown ID, NaN or infinite value, a
+    ///   read-only parameter), ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``.
     /// - Thread: any; lock-free, allocation-free, never blocks (safe in a render callback). Not
     ///   concurrently with ElementCount changes, which are control-thread calls made while uninitialized.
     public func setParameter(_ id: AudioUnitParameterID, _ value: Float, scope: AudioUnitScope, element: AudioUnitElement = 0) throws(AudioUnitError) {
@@ -125,12 +125,14 @@ extension AudioUnit {
     }
 
     /// A value as the parameter stores it: clamped for parameters with `clampsToRange`, 0 or 1
-    /// for booleans; NaN and infinities refused.
+    /// for booleans, the nearest whole number for indexed ones; NaN and infinities refused, and
+    /// so is any value for a read-only parameter.
     private func checkedValue(_ value: Float, _ info: AudioUnitParameterInfo) throws(AudioUnitError) -> Float {
-        guard value.isFinite else { throw .invalidParameter }
+        guard value.isFinite, !info.isReadOnly else { throw .invalidParameter }
         var v = value
         if info.clampsToRange { v = min(max(v, info.minValue), maxValue(of: info)) }
         if info.unit == .boolean { v = v >= 0.5 ? 1 : 0 }
+        if info.unit == .indexed { v = v.rounded() }
         return v
     }
 
@@ -144,9 +146,10 @@ extension AudioUnit {
     /// - Parameter events: immediate changes, linear ramps (1…``AudioUnitParameterEvent/maximumDurationFrames``
     ///   frames) and target approaches (time constant > 0 and ≤ 60 s), each with a buffer offset
     ///   0…``AudioUnitParameterEvent/maximumBufferOffset``. Ramps need a continuous parameter
-    ///   (not Enable or Mute).
-    /// - Throws: ``AudioUnitError/invalidParameter`` (unknown ID, NaN or infinite value, a ramp
-    ///   on a boolean), ``AudioUnitError/invalidScope``, ``AudioUnitError/invalidElement``,
+    ///   (not Enable, Mute or a choice such as an oscillator's Waveform).
+    /// - Throws: ``AudioUnitError/invalidParameter`` (unknown ID, NaN or infinite value, a
+    ///   read-only parameter, a ramp on a boolean or indexed one), ``AudioUnitError/invalidScope``,
+    ///   ``AudioUnitError/invalidElement``,
     ///   ``AudioUnitError/invalidPropertyValue`` (offset, duration or time constant out of bounds),
     ///   ``AudioUnitError/cannotDoInCurrentContext`` when the unit's queue (256 changes not yet
     ///   taken by the render thread) is full — events before the one refused stay scheduled.
@@ -180,14 +183,14 @@ extension AudioUnit {
         case .immediate(let value):
             change.value = try checkedValue(value, info)
         case .linearRamp(let from, let to, let duration):
-            guard info.unit != .boolean else { throw .invalidParameter }
+            guard info.unit != .boolean, info.unit != .indexed else { throw .invalidParameter }
             guard (1...AudioUnitParameterEvent.maximumDurationFrames).contains(duration) else { throw .invalidPropertyValue }
             change.kind = .linear
             change.value = try checkedValue(to, info)
             if let from { change.from = try checkedValue(from, info) }
             change.duration = Double(duration)
         case .target(let target, let timeConstant):
-            guard info.unit != .boolean else { throw .invalidParameter }
+            guard info.unit != .boolean, info.unit != .indexed else { throw .invalidParameter }
             guard timeConstant.isFinite, timeConstant > 0, timeConstant <= 60 else { throw .invalidPropertyValue }
             change.kind = .target
             change.value = try checkedValue(target, info)

@@ -23,6 +23,16 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case merger
     /// A convolution reverb (Web Audio's ConvolverNode, PipeWire's convolver; ``ConvolutionReverbUnit``).
     case convolutionReverb
+    /// `kAudioUnitSubType_DynamicsProcessor`: a compressor/expander (``DynamicsProcessorUnit``).
+    case dynamicsProcessor
+    /// `kAudioUnitSubType_PeakLimiter`: a look-ahead peak limiter (``PeakLimiterUnit``).
+    case peakLimiter
+    /// A band-limited oscillator, Web Audio's `OscillatorNode` (``OscillatorUnit``); no Apple counterpart.
+    case oscillator
+    /// White or pink noise (``NoiseUnit``); no Apple counterpart.
+    case noise
+    /// A constant value, Web Audio's `ConstantSourceNode` (``ConstantSourceUnit``); no Apple counterpart.
+    case constantSource
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
