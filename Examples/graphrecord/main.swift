@@ -145,8 +145,7 @@ tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType
 /// Every input channel's average and peak, and the frames in the file.
 func levelLine() -> String {
     let channels = (0..<driver.inputPortNames.count).map { c in
-        let average = (try? meter.averagePower(channel: c)) ?? LevelMeter.silence
-        let peak = (try? meter.peakPower(channel: c)) ?? LevelMeter.silence
+        let (average, peak) = (try? meter.levels(channel: c)) ?? (LevelMeter.silence, LevelMeter.silence)
         return "in_\(c + 1) \(tenths(average))/\(tenths(peak))"
     }
     return "level (dBFS RMS/peak): \(channels.joined(separator: ", ")); \(recorder.framesWritten) frames written"

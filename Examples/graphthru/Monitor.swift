@@ -188,7 +188,7 @@ final class Monitor {
         func read(_ meter: LevelMeter) -> [MeterReading] {
             // The meter's own channel count: the IO element's format may differ from --channels.
             (0..<min(channels, meter.channelCount)).compactMap { c in
-                guard let average = try? meter.averagePower(channel: c), let peak = try? meter.peakPower(channel: c) else { return nil }
+                guard let (average, peak) = try? meter.levels(channel: c) else { return nil }
                 return MeterReading(average: average, peak: peak)
             }
         }

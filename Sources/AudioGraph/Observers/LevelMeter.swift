@@ -29,7 +29,8 @@ import Glibc
 ///   largest `|x|` of the latest slice and holds that. It never reads below the average: when
 ///   the signal stops, the held peak drops to silence while the average is still decaying, and
 ///   the peak then reads the average (`max(peak, RMS)`, as a peak-program meter falling no
-///   faster than the VU needle beside it). ``maximumPeakPower(channel:)`` keeps the largest
+///   faster than the VU needle beside it). Both come from the same slice when read together
+///   with ``levels(channel:)``; two separate calls may straddle a slice. ``maximumPeakPower(channel:)`` keeps the largest
 ///   `|x|` since installation or ``resetPeaks()`` (a clip indicator).
 /// - **Silence**: digital silence, and anything below −160 dBFS, reads ``silence`` (−160 dBFS),
 ///   never −infinity, so readings are always finite. After a signal stops, the average falls
@@ -89,9 +90,21 @@ public final class LevelMeter: @unchecked Sendable {
     /// - Throws: ``AudioUnitError/invalidPropertyValue`` for a channel the element does not have.
     /// - Thread: any; lock-free.
     public func averagePower(channel: Int) throws(AudioUnitError) -> Float {
+        try levels(channel: channel).average
+    }
+
+    /// The average and held peak of a channel from the same slice, in dBFS: what a meter
+    /// display should read, since two separate calls may straddle a slice (the render thread
+    /// publishes both as one atomic value, so the peak here is never below the average).
+    /// - Parameter channel: 0…``channelCount``−1.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` for a channel the element does not have.
+    /// - Thread: any; lock-free.
+    public func levels(channel: Int) throws(AudioUnitError) -> (average: Float, peak: Float) {
         let channel = try checked(channel)
-        let meanSquare = Double(bitPattern: core.publishedMeanSquare[channel].load(ordering: .relaxed))
-        return Self.decibels(power: meanSquare)
+        let packed = core.publishedLevels[channel].load(ordering: .relaxed)
+        let meanSquare = Float(bitPattern: UInt32(truncatingIfNeeded: packed >> 32))
+        let peakPower = Float(bitPattern: UInt32(truncatingIfNeeded: packed))
+        return (Self.decibels(power: Double(meanSquare)), Self.decibels(power: Double(peakPower)))
     }
 
     /// The held peak level of a channel, in dBFS: `20·log10(max |x|)`, held for ``peakHoldTime``.
@@ -99,8 +112,7 @@ public final class LevelMeter: @unchecked Sendable {
     /// - Throws: ``AudioUnitError/invalidPropertyValue`` for a channel the element does not have.
     /// - Thread: any; lock-free.
     public func peakPower(channel: Int) throws(AudioUnitError) -> Float {
-        let channel = try checked(channel)
-        return Self.decibels(power: Double(bitPattern: core.publishedPeakPower[channel].load(ordering: .relaxed)))
+        try levels(channel: channel).peak
     }
 
     /// The largest peak of a channel since installation or the last ``resetPeaks()``, in dBFS.
@@ -148,9 +160,10 @@ final class MeterCore: @unchecked Sendable {
     let coefficients: UnsafeMutablePointer<Double>
     let seenReset: UnsafeMutablePointer<UInt32>
     // Published (render thread stores, anyone loads).
-    let publishedMeanSquare: UnsafeMutablePointer<Atomic<UInt64>>
-    /// The held peak as a power, `max(peak², mean square)` (a Double's bits).
-    let publishedPeakPower: UnsafeMutablePointer<Atomic<UInt64>>
+    /// Per channel, the mean square (high 32 bits) and the held peak as a power,
+    /// `max(peak², mean square)` (low 32 bits), as Floats in one atomic so readers get a pair
+    /// from one slice.
+    let publishedLevels: UnsafeMutablePointer<Atomic<UInt64>>
     let publishedMaximum: UnsafeMutablePointer<Atomic<UInt32>>
     let channelCount = Atomic<Int>(0)
     let slices = Atomic<UInt64>(0)
@@ -165,12 +178,10 @@ final class MeterCore: @unchecked Sendable {
         holdLeft = .allocate(capacity: n); holdLeft.initialize(repeating: 0, count: n)
         coefficients = .allocate(capacity: 3); coefficients.initialize(repeating: 0, count: 3)
         seenReset = .allocate(capacity: 1); seenReset.initialize(to: 0)
-        publishedMeanSquare = .allocate(capacity: n)
-        publishedPeakPower = .allocate(capacity: n)
+        publishedLevels = .allocate(capacity: n)
         publishedMaximum = .allocate(capacity: n)
         for c in 0..<n {
-            (publishedMeanSquare + c).initialize(to: Atomic(0))
-            (publishedPeakPower + c).initialize(to: Atomic(0))
+            (publishedLevels + c).initialize(to: Atomic(0))
             (publishedMaximum + c).initialize(to: Atomic(0))
         }
     }
@@ -179,8 +190,7 @@ final class MeterCore: @unchecked Sendable {
         let n = MeterCore.maximumChannels
         meanSquare.deallocate(); heldPeak.deallocate(); holdLeft.deallocate()
         coefficients.deallocate(); seenReset.deallocate()
-        publishedMeanSquare.deinitialize(count: n); publishedMeanSquare.deallocate()
-        publishedPeakPower.deinitialize(count: n); publishedPeakPower.deallocate()
+        publishedLevels.deinitialize(count: n); publishedLevels.deallocate()
         publishedMaximum.deinitialize(count: n); publishedMaximum.deallocate()
     }
 
@@ -242,12 +252,13 @@ final class MeterCore: @unchecked Sendable {
             } else {
                 holdLeft[c] -= frames
             }
-            publishedMeanSquare[c].store(m.bitPattern, ordering: .relaxed)
             // Never below the average: the held peak falls to the latest slice's when its hold
             // ends, but the average decays over τ (a muted signal read −38 dB RMS, peak −inf).
-            // Published as a power (|x|², Double) so the comparison needs no square root.
+            // Published as a power (|x|²) so the comparison needs no square root, in one atomic
+            // with the mean square so a reader gets both from the same slice.
             let shown = Double(heldPeak[c])
-            publishedPeakPower[c].store(max(shown * shown, m).bitPattern, ordering: .relaxed)
+            let meanSquare = Float(m), peakPower = Float(max(shown * shown, m))
+            publishedLevels[c].store(UInt64(meanSquare.bitPattern) << 32 | UInt64(peakPower.bitPattern), ordering: .relaxed)
             if peak > Float(bitPattern: publishedMaximum[c].load(ordering: .relaxed)) {
                 publishedMaximum[c].store(peak.bitPattern, ordering: .relaxed)
             }
