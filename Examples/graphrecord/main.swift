@@ -1,8 +1,8 @@
-// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM or a --duration, showing every input channel's level (the example of the TapsMetersRecording article, Sources/AudioGraph/AudioGraph.docc).
+// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM/SIGHUP/SIGQUIT or a --duration, showing every input channel's level (the example of the TapsMetersRecording article, Sources/AudioGraph/AudioGraph.docc).
 //
 // The chain is IO input → IO output (a monitor); a Recorder and a LevelMeter watch IO element 1
 // (the device input). Every write updates the file's header, so even `kill -9` leaves a
-// readable file; SIGINT/SIGTERM stop the recorder, which writes the rest and closes the file.
+// readable file; SIGINT/SIGTERM/SIGHUP/SIGQUIT stop the recorder, which writes the rest and closes the file.
 // Options are checked, the file's included, before the client joins JACK (see `usage`).
 import AudioGraph
 import AudioGraphJACK
@@ -14,8 +14,8 @@ import Glibc
 let usage = """
 usage: graphrecord [options] FILE
 
-Records JACK input to FILE (WAV or FLAC, by its extension) until SIGINT (Ctrl-C) or SIGTERM,
-or for --duration seconds, printing every input channel's level once a second.
+Records JACK input to FILE (WAV or FLAC, by its extension) until SIGINT (Ctrl-C), SIGTERM,
+SIGHUP or SIGQUIT, or for --duration seconds, printing every input channel's level once a second.
   in_1…in_N → IO unit → recorder and level meter on the device input
 
 options:
@@ -41,7 +41,7 @@ output: `recording graphrecord:in_1… to FILE (wav, float32, 48000 Hz)` at star
 `level (dBFS RMS/peak): in_1 -20.0/-6.5, in_2 -160.0/-160.0; 237568 frames written` (-160.0 is
 digital silence); at the end `recorded N frames to FILE (D dropped)`.
 
-exit status: 0 after SIGINT / SIGTERM or the --duration, with the file complete; 1 when JACK
+exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or the --duration, with the file complete; 1 when JACK
 fails (no server, server gone, a port that does not exist) or a write fails (disk full: the
 file keeps what was written); 2 for bad options, refused before JACK is joined: an unknown
 option, a second FILE, a name JACK cannot take, a FILE that cannot be created (an extension
@@ -100,7 +100,7 @@ var settings = tool.recordingSettings(path: path, sampleFormat: sampleFormat, sa
 
 // Signals only wake the main loop; it stops the recorder (never the handler). A second signal
 // does not cut the recording short: the recorder finishes writing.
-QuitSignals.install([SIGINT, SIGTERM], secondSignalExits: false)
+QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT], secondSignalExits: false)
 
 // 2. The graph: the device input straight to the device output.
 let graph = AudioGraph()

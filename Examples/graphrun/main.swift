@@ -31,7 +31,7 @@ options:
 control (standard input, one per line): reload | dump | quit      (end of input keeps running)
   dump prints the running graph (nodes, formats, connections, conversions), like CAShow; a
   version of the file that cannot be applied is reported with the graph that keeps running.
-SIGINT / SIGTERM / SIGHUP quit cleanly with status 0.
+SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
 exit status: 0 after quit or a signal, or a valid --check; 1 when JACK fails; 2 for bad options
 or a FILE that is invalid at start.
@@ -90,7 +90,7 @@ let firstReader = GraphFileReader(file: filePath, text: file.text)
 let firstSpec: GraphSpec
 do { firstSpec = try firstReader.read() } catch { tool.fail("\(error)", status: ExitStatus.usage) }
 
-QuitSignals.install([SIGINT, SIGTERM, SIGHUP])
+QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
 
 // The graph (the IO unit alone until the file is applied), then the client it runs in.
 let live: LiveGraph
