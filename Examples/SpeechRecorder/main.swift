@@ -5,7 +5,7 @@
 // Exit status: 0 when done; 1 when JACK or a write fails; 2 for bad options or a file that
 // cannot be created (refused before joining JACK).
 //
-// Records until `quit` (or end of input) on stdin, or for S seconds; prints the level twice a
+// Records until `quit` (or end of input) on stdin, or exactly S seconds; prints the level twice a
 // second. Without --input it records the server's first physical capture port.
 //
 // The Apple original (RemoteIO, iOS) set the microphone's format and pulled it in an input
@@ -68,7 +68,7 @@ while let argument = arguments.popFirst() {
         seconds = s
     case "--help":
         print("usage: speech-recorder [--server NAME] [--name CLIENT] [--input PORT] [--seconds S] FILE.wav")
-        print("records 16 kHz 16-bit mono until `quit` on stdin or S seconds (to the JACK period); exit status 0, 1 when JACK or a write fails, 2 for bad options or a file that cannot be created")
+        print("records 16 kHz 16-bit mono until `quit` on stdin (or its end), or exactly S seconds; exit status 0, 1 when JACK or a write fails, 2 for bad options or a file that cannot be created")
         exit(0)
     default:
         guard path == nil, !argument.hasPrefix("-") else { fail("unknown option '\(argument)' (try --help)", status: 2) }
@@ -99,7 +99,9 @@ do {
 let recorder: Recorder
 do {
     recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.inputElement, path: path,
-                            settings: RecordingSettings(fileType: .wav, sampleFormat: .int16))
+                            settings: RecordingSettings(fileType: .wav, sampleFormat: .int16,
+                                                        // --seconds: exactly that many frames at 16 kHz
+                                                        frameLimit: seconds.map { UInt64(($0 * 16_000).rounded()) }))
 } catch {
     fail("\(error)", status: 2)
 }
@@ -115,20 +117,25 @@ do {
 print("recording \(driver.inputPortNames[0]) to \(path) (wav, int16, 16000 Hz, mono)")
 fflush(nil)
 
-// Twice a second: the level; stop on `quit`, end of input, or after --seconds.
-let started = driver.processCycleCount
-let framesWanted = seconds.map { Int($0 * Double(driver.sampleRate)) }
+// Twice a second: the level; stop on `quit`, or end of input without --seconds, or when the
+// recorder has its --seconds of frames (it stops writing at exactly that many; looked at every 20 ms).
 var descriptor = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+var inputOpen = true
 var running = true
+var sinceLevel = 0
 while running {
-    if poll(&descriptor, 1, 500) > 0 {
-        if let line = readLine() { if line == "quit" { running = false } } else { running = false }
+    if poll(&descriptor, inputOpen ? 1 : 0, seconds == nil ? 500 : 20) > 0 {
+        if let line = readLine() { if line == "quit" { running = false } }
+        else if seconds == nil { running = false } else { inputOpen = false }
     }
+    if recorder.isComplete { running = false }
+    sinceLevel += seconds == nil ? 500 : 20
+    guard sinceLevel >= 500 || !running else { continue }
+    sinceLevel = 0
     let peak = level.peak.exchange(0, ordering: .relaxed)
     let dBFS = peak > 0 ? 20 * log10(Double(peak) / 32_768) : -160
     print("level: \(Int(dBFS.rounded())) dBFS peak; \(recorder.framesWritten) frames written")
     fflush(nil)
-    if let framesWanted, Int(driver.processCycleCount - started) * driver.bufferSize >= framesWanted { running = false }
 }
 do { try recorder.stop() } catch { fail("\(error)") }
 driver.close()

@@ -121,11 +121,12 @@ if let duration, rate == nil { settings.frameLimit = frames(in: duration, at: Do
 let meter: LevelMeter, recorder: Recorder
 do {
     try driver.start()
-    _ = try client.routing.connect(driver)   // unconnected channels record silence, as asked
+    // Unconnected channels record silence, as asked; ports left over are said.
+    for note in try client.routing.connect(driver) { tool.complain(note) }
     meter = try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement)
 } catch {
     driver.close()
-    tool.fail("\(error)")
+    tool.fail("\(error)", status: (error as? JACKDriverError).map(ExitStatus.connecting) ?? ExitStatus.failure)
 }
 do throws(RecorderError) {
     recorder = try Recorder(graph: graph, node: ioNode, element: IOUnit.inputElement, path: path, settings: settings)

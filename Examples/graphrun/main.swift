@@ -109,7 +109,12 @@ do {
     if case .graph = error { tool.fail("\(filePath):\(firstSpec.connectionsLine): connections: \(error)", status: ExitStatus.usage) }
     tool.fail("\(error)")
 }
-do { _ = try client.routing.connect(driver) } catch { driver.close(); tool.fail("\(error)") }
+do {
+    for note in try client.routing.connect(driver) { tool.complain(note) }
+} catch {
+    driver.close()
+    tool.fail("\(error)", status: (error as? JACKDriverError).map(ExitStatus.connecting) ?? ExitStatus.failure)
+}
 tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
 
 /// Reads the file again and applies what changed. Errors leave the running graph as it was.

@@ -102,7 +102,14 @@ struct Options {
             tool.fail("\(given.count) \(flag) ports but only \(channels) (raise --channels)", status: ExitStatus.usage)
         }
         if let path = o.record {
-            do { _ = try RecordingSettings.forPath(path, sampleFormat: o.recordFormat) } catch { tool.fail("--record: \(error)", status: ExitStatus.usage) }
+            var info = stat()
+            if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { tool.fail("--record: \(path) is a directory; name a file in it", status: ExitStatus.usage) }
+            do {
+                // The type and sample format, and whether the file type can hold them with these
+                // channels (FLAC cannot hold float32): checked at 48 kHz, refused before JACK.
+                let settings = try RecordingSettings.forPath(path, sampleFormat: o.recordFormat)
+                try settings.check(sampleRate: 48_000, channels: o.client.channels)
+            } catch { tool.fail("--record: \(error)", status: ExitStatus.usage) }
             if let problem = cannotCreate(path) { tool.fail("--record: cannot create \(path): \(problem)", status: ExitStatus.usage) }
         }
         return o

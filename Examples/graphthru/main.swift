@@ -61,7 +61,7 @@ do {
     for note in try options.client.routing.connect(driver) { view.notice(note) }
 } catch {
     driver.close()
-    tool.fail("\(error)")
+    tool.fail("\(error)", status: (error as? JACKDriverError).map(ExitStatus.connecting) ?? ExitStatus.failure)
 }
 view.startupReport(lowpass: options.lowpass)
 if options.dump { view.say(monitor.graph.description) }

@@ -1,5 +1,8 @@
 // ToolSupport: port routing — a client's ports connected to ports named, matched by jack_lsp patterns, or physical.
 import AudioGraphJACK
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a tool's ports connect to: for each side, the ports given with --input / --output
 /// (exact names or patterns, whose matches fill the next ports in order), else the server's
@@ -28,6 +31,12 @@ public struct PortRouting: Sendable {
     ///   `.connectionFailed`, `.serverShutDown`.
     /// - Thread: the main thread (it waits); never a JACK callback.
     public func connect(_ driver: JACKDriver) throws(JACKDriverError) -> [String] {
+        // Refused before any connection is made: a spec that is neither a port nor a pattern.
+        for (spec, sources) in inputs.map({ ($0, true) }) + outputs.map({ ($0, false) }) {
+            var regex = regex_t()
+            if regcomp(&regex, spec, REG_EXTENDED | REG_NOSUB) == 0 { regfree(&regex); continue }
+            _ = try driver.ports(matching: spec, sources: sources)   // an exact name passes; else invalidPortPattern
+        }
         var notes: [String] = []
         notes += try connectSide(driver, given: inputs, ours: driver.inputPortNames, outgoing: false)
         notes += try connectSide(driver, given: outputs, ours: driver.outputPortNames, outgoing: true)
@@ -58,11 +67,12 @@ public struct PortRouting: Sendable {
             else { try driver.connect(their, to: our, timeout: given.isEmpty ? 0 : 2) }
         }
         let label = given.isEmpty ? (outgoing ? "physical playback" : "physical capture") : (outgoing ? "--output" : "--input")
+        func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
         if theirs.count < ours.count {
-            notes.append("note: \(theirs.count) \(label) port(s) for \(ours.count) channels; \(ours[theirs.count])… stay unconnected")
+            notes.append("note: \(count(theirs.count, "\(label) port")) for \(count(ours.count, "channel")); \(ours[theirs.count])… stay\(ours.count - theirs.count == 1 ? "s" : "") unconnected")
         }
         if theirs.count > ours.count {
-            notes.append("note: \(theirs.count) \(label) ports matched for \(ours.count) channels; \(theirs[ours.count])… stay unconnected")
+            notes.append("note: \(count(theirs.count, "\(label) port")) matched for \(count(ours.count, "channel")); \(theirs[ours.count])… stay\(theirs.count - ours.count == 1 ? "s" : "") unconnected (raise --channels to take them)")
         }
         return notes
     }

@@ -1,4 +1,5 @@
 // ToolSupport: output — a tool's name, its unbuffered stdout lines, stderr messages and its exits with the tools' status codes.
+import AudioGraphJACK
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,6 +12,13 @@ public enum ExitStatus {
     public static let failure: Int32 = 1
     /// 2: bad options or a bad input file; nothing ran.
     public static let usage: Int32 = 2
+
+    /// The status for a failure connecting ports: ``usage`` when the user's --input/--output
+    /// was not a port or a pattern (a mistake in the options), ``failure`` otherwise.
+    public static func connecting(_ error: JACKDriverError) -> Int32 {
+        if case .invalidPortPattern = error { return usage }
+        return failure
+    }
 }
 
 /// A command-line tool's voice: lines on stdout, `name: message` lines on stderr, and exits.

@@ -90,11 +90,27 @@ extension JACKIntegration {
             #expect(lines.count == 1 && lines[0].contains("jackd"), "stderr: \(tool.stderr)")
         }
 
-        @Test(arguments: [["--channels", "0"], ["--channels", "x"], ["--lowpass", "-5"], ["--bogus"], ["--name"], ["--server", ""]])
+        @Test(arguments: [["--channels", "0"], ["--channels", "x"], ["--lowpass", "-5"], ["--bogus"], ["--name"], ["--server", ""],
+                          ["--record", "/tmp/gt-\(getpid()).flac", "--record-format", "float32"], ["--record", "/tmp"]])
         func badOptionsAreRefusedWithStatus2(_ arguments: [String]) throws {
-            let tool = try ToolProcess(arguments, server: server)
-            #expect(tool.waitForExit() == 2)
-            #expect(!tool.stderr.isEmpty)
+            // A server that does not exist: every one of these is refused before JACK is asked.
+            let tool = try ToolProcess(arguments, server: "no-such-server-\(getpid())")
+            #expect(tool.waitForExit() == 2, "\(arguments): \(tool.stderr)")
+            #expect(!tool.stderr.isEmpty && !tool.stderr.contains("jackd"), "\(tool.stderr)")
+        }
+
+        /// A --input that is neither a port nor a regular expression is a bad option (2), refused
+        /// before anything is connected; more ports than channels are said, in English.
+        @Test func badPatternsAndLeftoverPortsAreSaid() throws {
+            let bad = try ToolProcess(["--name", "gt-badpat-\(getpid())", "--input", "bad["], server: server)
+            #expect(bad.waitForExit() == 2, "\(bad.stderr)")
+            #expect(bad.stderr.contains("'bad[' is neither a JACK port name nor a valid regular expression"), "\(bad.stderr)")
+            let record = "/tmp/gr-leftover-\(getpid()).wav"
+            defer { unlink(record) }
+            let recorder = try ToolProcess("graphrecord", ["--name", "gr-leftover-\(getpid())", "--channels", "1", "--duration", "0.2",
+                                                           "--input", "system:capture_.*", record], server: server)
+            #expect(recorder.waitForExit() == 0, "\(recorder.stderr)")
+            #expect(recorder.stderr.contains("note: 2 --input ports matched for 1 channel; system:capture_2… stays unconnected"), "\(recorder.stderr)")
         }
 
         @Test func lowpassOutsideTheRangeIsRefused() throws {

@@ -65,6 +65,19 @@ extension JACKIntegration {
             #expect(tool.stdout.contains("(0 dropped)"), "\(tool.stdout)")
         }
 
+        /// --seconds records exactly that many frames at 16 kHz, whatever the period, and the end
+        /// of standard input does not cut it short.
+        @Test func speechRecorderSecondsAreExact() throws {
+            let name = "sr-sec-\(getpid())"
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).wav").path
+            defer { unlink(path) }
+            let tool = try ToolProcess("speech-recorder", ["--name", name, "--seconds", "1.5", path], server: server)
+            try tool.stdin.fileHandleForWriting.close()   // end of input at once
+            #expect(tool.waitForExit(timeout: 10) == 0, "\(tool.stderr)")
+            let file = try #require(readAudioFile(path))
+            #expect(file.info.frames == 24_000 && file.info.samplerate == 16_000, "\(file.info.frames) frames")
+        }
+
         @Test func speechRecorderRefusesABadFileBeforeJoiningJACK() throws {
             let tool = try ToolProcess("speech-recorder", ["--name", "sr-bad-\(getpid())", "/nonexistent-dir/take.wav"], server: server)
             #expect(tool.waitForExit() == 2)

@@ -28,7 +28,7 @@ extension JACKIntegration {
             let lookAhead = try RenderCallbackUnit(inputs: 1) { context in
                 if !armed.value { alloccounter_arm_this_thread(); armed.value = true }
                 if let input = context.input(0) {
-                    for c in 0..<context.output.channelCount { context.output[c].update(from: input[c]) }
+                    for c in 0..<context.output.channelCount { _ = context.output[c].update(from: input[c]) }
                 }
                 return 0
             }

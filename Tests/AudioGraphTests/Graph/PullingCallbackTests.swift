@@ -48,7 +48,7 @@ struct PullingCallbackTests {
         let source = try RenderCallbackUnit(inputs: 1) { context in
             calls.add(1, ordering: .relaxed)
             if let input = context.input(0) {
-                for c in 0..<context.output.channelCount { context.output[c].update(from: input[c]) }
+                for c in 0..<context.output.channelCount { _ = context.output[c].update(from: input[c]) }
             }
             return 0
         }

@@ -114,7 +114,7 @@ struct RenderCallbackUnitTests {
     @Test func renderStateKeepsACallbacksStateBetweenSlices() throws {
         let position = RenderState(0)
         let unit = try RenderCallbackUnit(inputs: 2) { context in
-            if let input = context.input(1) { context.output[0].update(from: input[0]) }
+            if let input = context.input(1) { _ = context.output[0].update(from: input[0]) }
             return 0
         }
         let (_, renderer) = try graph(unit) { _, _, list in
