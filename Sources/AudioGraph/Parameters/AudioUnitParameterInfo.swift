@@ -14,6 +14,21 @@ public enum AudioUnitParameterUnit: Sendable {
     case decibels
     /// Seconds (`kAudioUnitParameterUnit_Seconds`).
     case seconds
+    /// A plain number, e.g. a filter's Q (`kAudioUnitParameterUnit_Generic`).
+    case generic
+    /// A whole number choosing one of a list, e.g. a filter type (`kAudioUnitParameterUnit_Indexed`).
+    case indexed
+    /// Percent, 100 = all (`kAudioUnitParameterUnit_Percent`).
+    case percent
+    /// Cents, 1200 to the octave, e.g. a bandwidth (`kAudioUnitParameterUnit_Cents`).
+    case cents
+    /// Octaves, e.g. a bandwidth (`kAudioUnitParameterUnit_Octaves`).
+    case octaves
+    /// Sample frames at the unit's rate (`kAudioUnitParameterUnit_SampleFrames`).
+    case sampleFrames
+    /// A percentage for an equal-power crossfade: 0 = all of the first signal, 100 = all of
+    /// the second, the sum of the squared gains 1 (`kAudioUnitParameterUnit_EqualPowerCrossfade`).
+    case equalPowerCrossfade
 }
 
 /// Describes one parameter: where it lives, its range and default. Mirrors `AudioUnitParameterInfo`.

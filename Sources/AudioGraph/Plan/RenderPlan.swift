@@ -6,11 +6,14 @@ import Synchronization
 enum KernelKind: UInt8 {
     /// Copies input element 0 to the output (the default for a unit without a kernel of its own).
     case passthrough
-    case mixer, lowPass, muteGate
+    case mixer, muteGate
     /// A ``RenderCallbackUnit``: calls the application's process callback.
     case custom
     /// ``AudioFilePlayerUnit``: reads its ring (the unit's render context).
     case filePlayer
+    /// Every ``BiquadFilterUnit`` (low-pass, high-pass, band-pass, shelves, parametric EQ,
+    /// notch, all-pass): one kernel, the design in the unit's state.
+    case biquadFilter
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

@@ -148,11 +148,11 @@ enum RenderLoop {
     static func runKernel(_ step: UnsafeMutablePointer<PlanStep>, _ piece: RenderPiece) {
         switch step.pointee.kind {
         case .mixer: MixerKernel.render(step, piece)
-        case .lowPass: LowPassKernel.render(step, piece)
         case .muteGate: MuteGateKernel.render(step, piece)
         case .custom: CustomKernel.render(step, piece)
         case .filePlayer: FilePlayerKernel.render(step, piece)
         case .passthrough: PassthroughKernel.render(step, piece)
+        case .biquadFilter: BiquadFilterKernel.render(step, piece)
         }
     }
 

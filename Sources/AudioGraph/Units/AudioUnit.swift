@@ -15,6 +15,20 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case renderCallback
     /// `kAudioUnitSubType_AudioFilePlayer`: streams a file from disk (``AudioFilePlayerUnit``).
     case audioFilePlayer
+    /// `kAudioUnitSubType_HighPassFilter` (AUHipass): ``HighPassFilterUnit``.
+    case highPassFilter
+    /// `kAudioUnitSubType_BandPassFilter` (AUBandpass): ``BandPassFilterUnit``.
+    case bandPassFilter
+    /// `kAudioUnitSubType_LowShelfFilter` (AULowShelf): ``LowShelfFilterUnit``.
+    case lowShelfFilter
+    /// `kAudioUnitSubType_HighShelfFilter` (AUHighShelf): ``HighShelfFilterUnit``.
+    case highShelfFilter
+    /// `kAudioUnitSubType_ParametricEQ` (AUParametricEQ): ``ParametricEQUnit``.
+    case parametricEQ
+    /// A notch (band-stop) biquad, ``NotchFilterUnit`` (no Apple unit of its own; AUNBandEQ's BandStop band).
+    case notchFilter
+    /// An all-pass biquad, ``AllPassFilterUnit`` (no Apple counterpart; Web Audio's "allpass").
+    case allPassFilter
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
