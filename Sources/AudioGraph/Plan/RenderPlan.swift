@@ -14,6 +14,8 @@ enum KernelKind: UInt8 {
     /// Every ``BiquadFilterUnit`` (low-pass, high-pass, band-pass, shelves, parametric EQ,
     /// notch, all-pass): one kernel, the design in the unit's state.
     case biquadFilter
+    /// ``NBandEQUnit``: a cascade of up to 16 gliding biquads and a global gain.
+    case nBandEQ
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

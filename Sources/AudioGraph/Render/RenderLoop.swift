@@ -153,6 +153,7 @@ enum RenderLoop {
         case .filePlayer: FilePlayerKernel.render(step, piece)
         case .passthrough: PassthroughKernel.render(step, piece)
         case .biquadFilter: BiquadFilterKernel.render(step, piece)
+        case .nBandEQ: NBandEQKernel.render(step, piece)
         }
     }
 

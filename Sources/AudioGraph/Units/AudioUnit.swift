@@ -29,6 +29,8 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case notchFilter
     /// An all-pass biquad, ``AllPassFilterUnit`` (no Apple counterpart; Web Audio's "allpass").
     case allPassFilter
+    /// `kAudioUnitSubType_NBandEQ` (AUNBandEQ): ``NBandEQUnit``.
+    case nBandEQ
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
@@ -84,7 +86,8 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
             global = all.filter { $0.scope == .global }
         }
     }
-    let parameters: ParameterTable
+    // A var only for units whose parameter list follows a property set while uninitialized (NBandEQ's band count).
+    var parameters: ParameterTable
 
     init(type: AudioUnitType, inputFormats: [StreamFormat], outputFormats: [StreamFormat],
          parameterDefinitions: [AudioUnitParameterInfo]? = nil) {
