@@ -344,7 +344,7 @@ struct PlanBuilder {
             let (output, ownedOutput) = resources.allocateForwardable(outChannels, frames: frames(at: unitRate))
             outputBuffers[node] = output
             let inputChannels = (0..<formats.inputs.count).map { inputs[$0].channelCount }
-            let stateSize = unit.kernelStateSize(inputChannels: inputChannels, outputChannels: outChannels)
+            let stateSize = unit.kernelStateSize(inputChannels: inputChannels, outputChannels: outChannels, sampleRate: unitRate)
             let kernel: KernelStorage
             if let existing = unit.kernel, existing.byteCount == stateSize {
                 kernel = existing

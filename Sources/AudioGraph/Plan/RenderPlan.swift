@@ -16,6 +16,10 @@ enum KernelKind: UInt8 {
     case biquadFilter
     /// ``NBandEQUnit``: a cascade of up to 16 gliding biquads and a global gain.
     case nBandEQ
+    /// ``DelayUnit``: an interpolated delay line with a low-pass in its feedback loop.
+    case delay
+    /// ``SampleDelayUnit``: a whole-frame delay line.
+    case sampleDelay
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

@@ -154,6 +154,8 @@ enum RenderLoop {
         case .passthrough: PassthroughKernel.render(step, piece)
         case .biquadFilter: BiquadFilterKernel.render(step, piece)
         case .nBandEQ: NBandEQKernel.render(step, piece)
+        case .delay: DelayKernel.render(step, piece)
+        case .sampleDelay: SampleDelayKernel.render(step, piece)
         }
     }
 

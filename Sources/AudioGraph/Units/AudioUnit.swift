@@ -31,6 +31,10 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case allPassFilter
     /// `kAudioUnitSubType_NBandEQ` (AUNBandEQ): ``NBandEQUnit``.
     case nBandEQ
+    /// `kAudioUnitSubType_Delay` (AUDelay): ``DelayUnit``.
+    case delay
+    /// `kAudioUnitSubType_SampleDelay` (AUSampleDelay): ``SampleDelayUnit``.
+    case sampleDelay
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
@@ -195,6 +199,14 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// Bytes of kernel state (the unit's typed state struct and what follows it) needed for the
     /// given resolved formats; 0 for none.
     func kernelStateSize(inputChannels: [Int], outputChannels: Int) -> Int { 0 }
+
+    /// Bytes of kernel state at the rate the plan runs the unit at (Hz; the unit's own format
+    /// may follow the graph's rate instead): what the plan builder asks. Units whose state
+    /// depends on the rate (a delay line sized in seconds) override this; the default is
+    /// ``kernelStateSize(inputChannels:outputChannels:)``.
+    func kernelStateSize(inputChannels: [Int], outputChannels: Int, sampleRate: Double) -> Int {
+        kernelStateSize(inputChannels: inputChannels, outputChannels: outputChannels)
+    }
 
     /// Sets a fresh kernel state to where the current parameters put it, so a new unit does not
     /// ramp from zero on its first slice.
