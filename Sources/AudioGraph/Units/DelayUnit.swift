@@ -6,7 +6,7 @@ import Glibc
 /// An echo: a delay line with feedback through a low-pass filter, mixed with the dry signal —
 /// the `kAudioUnitSubType_Delay` (AUDelay, AVAudioUnitDelay) analogue.
 ///
-/// - Signal flow per channel (``DelayLine``): the line receives `input + feedback × lowPass(delayed)`;
+/// - Signal flow per channel: the delay line receives `input + feedback × lowPass(delayed)`;
 ///   the output is `dry × input + wet × delayed`, where `delayed` is the line read DelayTime
 ///   back. An impulse comes out once after DelayTime (exactly, at a whole number of frames),
 ///   then again every DelayTime, each repeat the previous one through the low-pass and times
