@@ -75,7 +75,6 @@ void creference_biquad_design(int response, double frequency, double width, int 
     double alpha;
     if (width_is_octaves) {
         double x = 0.34657359027997264 * width * w0 / sinw;
-        if (x > 20) x = 20;
         alpha = sinw * (exp(x) - exp(-x)) / 2;
     } else {
         alpha = sinw / (2 * width);

@@ -60,9 +60,10 @@ struct BiquadCoefficients64: Equatable {
         self.b0 = b0; self.b1 = b1; self.b2 = b2; self.a1 = a1; self.a2 = a2
     }
 
-    /// Largest α a design uses: a bandwidth of many octaves near Nyquist makes the cookbook's
-    /// α overflow (and a2 reach −1, a pole on the unit circle); at α = 1000 every response is
-    /// already at its wide-band limit, with its poles inside the circle.
+    /// Largest α a design uses: a bandwidth of many octaves near Nyquist makes the cookbook's α
+    /// huge (w0/sin(w0) grows without bound there; 10 octaves at 0.49 × fs gives 1e73), a2 then
+    /// rounds to −1 and a pole sits on the unit circle. At α = 1000 every response is already
+    /// at its wide-band limit, with its poles inside the circle.
     static var maximumAlpha: Double { @_noLocks @inline(__always) get { 1000 } }
 
     /// Any RBJ Audio EQ Cookbook design (Robert Bristow-Johnson, "Cookbook formulae for audio EQ
@@ -92,7 +93,7 @@ struct BiquadCoefficients64: Equatable {
             alpha = sinw / (2 * q)
         case .octaves(let octaves):
             // α = sin(w0)·sinh(ln(2)/2 · BW · w0/sin(w0)), sinh through exp.
-            let x = min(0.34657359027997264 * octaves * w0 / sinw, 20)  // ln(2)/2; sinh(20) > maximumAlpha
+            let x = 0.34657359027997264 * octaves * w0 / sinw  // ln(2)/2
             alpha = sinw * (RealTime.exp(x) - RealTime.exp(-x)) / 2
         }
         alpha = min(alpha, maximumAlpha)

@@ -155,15 +155,18 @@ struct BiquadDesignTests {
         #expect(state.frequency == 200 && state.gain == 12, "the first design is at the target")
         let target = BiquadTarget(design: design, frequency: 5000, shape: 1, gain: -12)
         BiquadFilter.begin(&state, toward: target, sampleRate: 48_000, snaps: false)
-        var frames = 0
+        var frames = 0, checked = false
         while BiquadFilter.isGliding(&state, toward: target) {
             frames += BiquadFilter.advance(&state, toward: target, sampleRate: 48_000, frames: 1000)
-            if frames == 240 {  // one time constant: 63 % of the way, in octaves and in dB
+            if frames == 256 {  // 8 glide pieces, 1.07 τ: 1 − e^(−256/240) of the way, in octaves and in dB
+                let expected = 1 - exp(-256.0 / 240)
                 let octaves = log2(Double(state.frequency) / 200) / log2(25)
-                #expect(abs(octaves - (1 - exp(-1))) < 0.01, "\(octaves) of the way after τ")
-                #expect(abs((12 - Double(state.gain)) / 24 - (1 - exp(-1))) < 0.01)
+                #expect(abs(octaves - expected) < 0.01, "\(octaves) of the way after 256 frames")
+                #expect(abs((12 - Double(state.gain)) / 24 - expected) < 0.01)
+                checked = true
             }
         }
+        #expect(checked)
         // Arrives within 1e-3 of the frequency, 0.01 dB of the gain: ln(1e-3·…) ≈ 7–8 τ.
         #expect(frames > 240 * 5 && frames < 240 * 10, "arrived after \(frames) frames")
         #expect(state.coefficients == BiquadCoefficients64.design(.peaking, frequency: 5000, bandwidth: .q(1), gain: -12, sampleRate: 48_000))
