@@ -4,6 +4,7 @@ import AudioGraphJACK
 import CAllocCounter
 import AudioGraphTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 extension JACKIntegration {
@@ -12,6 +13,42 @@ extension JACKIntegration {
     /// while the allocation/lock counter (Tests/CAllocCounter) watches the process thread.
     @Suite("Filters, EQ and delays on the JACK process thread")
     struct FiltersRealTimeTests {
+        /// Parameter calls on every unit of the track, from a thread the counter watches, as a
+        /// render callback automating them would make them. Optimized builds only (see
+        /// RealTimeSafetyTests.parameterCallsNeitherAllocateNorLock).
+        @Test(.enabled(if: isOptimizedBuild, "run with -c release (scripts/test does)"))
+        func parameterCallsOnTheTracksUnitsNeitherAllocateNorLock() throws {
+            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds")
+            let units: [AudioUnit] = [HighPassFilterUnit(), BandPassFilterUnit(), LowShelfFilterUnit(), HighShelfFilterUnit(),
+                                      ParametricEQUnit(), NotchFilterUnit(), AllPassFilterUnit(), NBandEQUnit(),
+                                      DelayUnit(), SampleDelayUnit()]
+            let ids = units.map { $0.parameterList(scope: .global).map(\.id) }
+            let counts = Mutex<(allocations: UInt, locks: UInt, calls: Int)>((0, 0, 0))
+            let thread = Thread {
+                alloccounter_arm_this_thread()
+                let a0 = alloccounter_allocations(), l0 = alloccounter_locks()
+                var calls = 0
+                // 60 rounds: each unit's queue gets 60 events and 59 cancels (from setParameter),
+                // below its 256; a full queue's refusal is another matter (see the report).
+                for i in 0..<60 {
+                    for (unit, list) in zip(units, ids) {
+                        let id = list[i % list.count]
+                        try? unit.setParameter(id, Float(i % 50), scope: .global)
+                        _ = try? unit.parameter(id, scope: .global)
+                        try? unit.scheduleParameter(AudioUnitParameterEvent(id: id, scope: .global, bufferOffset: i % 64,
+                                                                            .immediate(value: Float(i % 30))))
+                        calls += 3
+                    }
+                }
+                let a1 = alloccounter_allocations(), l1 = alloccounter_locks()
+                counts.withLock { $0 = (a1 - a0, l1 - l0, calls) }
+            }
+            thread.start()
+            while counts.withLock({ $0.calls }) == 0 { usleep(1000) }
+            let (allocations, locks, calls) = counts.withLock { $0 }
+            #expect(allocations == 0 && locks == 0, "\(calls) parameter calls: \(allocations) allocations, \(locks) locks")
+        }
+
         @Test func filtersEQAndDelaysNeitherAllocateNorLockOnTheProcessThread() throws {
             try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds; run without --sanitize")
             let server = TestServer.shared
