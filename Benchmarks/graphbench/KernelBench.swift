@@ -37,7 +37,7 @@ extension KernelBench {
     }
 
     /// Every catalogue kernel measured (each unit family adds its list here).
-    static var all: [KernelBench] { convolution + dynamics + generators }
+    static var all: [KernelBench] { filters + convolution + dynamics + generators }
 }
 
 // MARK: - Convolution
@@ -101,6 +101,125 @@ extension KernelBench {
                 return n * Float(exp(-5 * Double(f) / Double(frames))) * 0.1
             }
         }
+    }
+}
+
+// MARK: - Filters track: the biquad family, the N-band EQ, the delays
+
+extension KernelBench {
+    /// Times `slice`-frame calls of `body` over the input and output, cycled as the engine's are.
+    static func cycled(_ input: Buffers, _ output: Buffers, slice: Int, total: Int,
+                       _ body: (_ in: UnsafePointer<UnsafePointer<Float>?>, _ out: UnsafePointer<UnsafeMutablePointer<Float>?>, _ frames: Int32) -> Void) -> Double {
+        let inPtrs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: input.channels)
+        let outPtrs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: output.channels)
+        defer { inPtrs.deallocate(); outPtrs.deallocate() }
+        let start = now()
+        var done = 0
+        while done < total {
+            let offset = done % input.frames
+            let n = min(slice, input.frames - offset, total - done)
+            for c in 0..<input.channels { inPtrs[c] = UnsafePointer(input.pointers[c] + offset) }
+            for c in 0..<output.channels { outPtrs[c] = output.pointers[c] + offset }
+            body(inPtrs, outPtrs, Int32(n))
+            done += n
+        }
+        return now() - start
+    }
+
+    /// A cookbook design in C, as the engine makes it.
+    static func design(_ response: Int32, _ frequency: Double, q: Double? = nil, octaves: Double? = nil, gain: Double = 0) -> [Double] {
+        var c = [Double](repeating: 0, count: 5)
+        creference_biquad_design(response, frequency, q ?? octaves!, octaves != nil ? 1 : 0, gain, 48_000, &c)
+        return c
+    }
+
+    /// A single-biquad unit against the C biquad with the same design.
+    static func biquad(_ name: String, _ make: @escaping () throws -> AudioUnit, _ coefficients: [Double]) -> KernelBench {
+        KernelBench(name: name, makeGraph: { try graph(with: make()) }, reference: { input, output, slice, total in
+            var state = [Double](repeating: 0, count: 4 * input.channels)
+            return cycled(input, output, slice: slice, total: total) { i, o, n in
+                creference_biquad64(i, o, Int32(input.channels), n, coefficients, &state)
+            }
+        }, bitIdentical: true)
+    }
+
+    static var filters: [KernelBench] {
+        let butterworth = 0.7071067811865476
+        // N-band EQ: high-pass 80 Hz, low shelf 200 Hz +3 dB, parametric 1 kHz −6 dB 1 octave, high shelf 8 kHz +2 dB.
+        let eqBands: [(NBandEQUnit.FilterType, Float, Float, [Double])] = [
+            (.butterworthHighPass, 80, 0, design(1, 80, q: butterworth)),
+            (.lowShelf, 200, 3, design(6, 200, q: butterworth, gain: 3)),
+            (.parametric, 1000, -6, design(5, 1000, octaves: 1, gain: -6)),
+            (.highShelf, 8000, 2, design(7, 8000, q: butterworth, gain: 2)),
+        ]
+        let delayLowPass = design(0, 15_000, q: butterworth)
+        return [
+            biquad("high-pass biquad 1 kHz", {
+                let unit = HighPassFilterUnit()
+                try unit.setParameter(HighPassFilterUnit.Parameter.cutoffFrequency, 1000, scope: .global)
+                return unit
+            }, design(1, 1000, q: butterworth)),
+            biquad("parametric EQ 1 kHz Q 2 +6 dB", {
+                let unit = ParametricEQUnit()
+                try unit.setParameter(ParametricEQUnit.Parameter.centerFrequency, 1000, scope: .global)
+                try unit.setParameter(ParametricEQUnit.Parameter.q, 2, scope: .global)
+                try unit.setParameter(ParametricEQUnit.Parameter.gain, 6, scope: .global)
+                return unit
+            }, design(5, 1000, q: 2, gain: 6)),
+            KernelBench(name: "N-band EQ, 4 bands", makeGraph: {
+                let eq = NBandEQUnit(bands: 4)
+                for (b, band) in eqBands.enumerated() {
+                    let id = AudioUnitParameterID(b)
+                    try eq.setParameter(NBandEQUnit.Parameter.filterType + id, Float(band.0.rawValue), scope: .global)
+                    try eq.setParameter(NBandEQUnit.Parameter.frequency + id, band.1, scope: .global)
+                    try eq.setParameter(NBandEQUnit.Parameter.gain + id, band.2, scope: .global)
+                    try eq.setParameter(NBandEQUnit.Parameter.bandwidth + id, 1, scope: .global)
+                    try eq.setParameter(NBandEQUnit.Parameter.bypassBand + id, 0, scope: .global)
+                }
+                return try graph(with: eq)
+            }, reference: { input, output, slice, total in
+                var states = eqBands.map { _ in [Double](repeating: 0, count: 4 * input.channels) }
+                return cycled(input, output, slice: slice, total: total) { i, o, n in
+                    creference_biquad64(i, o, Int32(input.channels), n, eqBands[0].3, &states[0])
+                    o.withMemoryRebound(to: UnsafePointer<Float>?.self, capacity: input.channels) { inPlace in
+                        for b in 1..<eqBands.count {
+                            creference_biquad64(inPlace, o, Int32(input.channels), n, eqBands[b].3, &states[b])
+                        }
+                    }
+                }
+            }, bitIdentical: true),
+            KernelBench(name: "delay 0.25 s, 50 % feedback", makeGraph: {
+                let unit = DelayUnit()
+                try unit.setParameter(DelayUnit.Parameter.delayTime, 0.25, scope: .global)
+                return try graph(with: unit)
+            }, reference: { input, output, slice, total in
+                let mask = 131_071
+                let lines = UnsafeMutablePointer<Float>.allocate(capacity: (mask + 1) * input.channels)
+                lines.initialize(repeating: 0, count: (mask + 1) * input.channels)
+                defer { lines.deallocate() }
+                var state = [Double](repeating: 0, count: 4 * input.channels)
+                var write: Int32 = 0
+                let dry = Float(cos(Double.pi / 2 * 50 / 100)), wet = Float(sin(Double.pi / 2 * 50 / 100))
+                return cycled(input, output, slice: slice, total: total) { i, o, n in
+                    creference_feedback_delay(i, o, Int32(input.channels), n, lines, Int32(mask), &write, 12_000, 0.5, dry, wet,
+                                              delayLowPass, &state)
+                }
+            }, bitIdentical: true),
+            KernelBench(name: "sample delay 1000 frames", makeGraph: {
+                let unit = SampleDelayUnit()
+                try unit.setParameter(SampleDelayUnit.Parameter.delayFrames, 1000, scope: .global)
+                return try graph(with: unit)
+            }, reference: { input, output, slice, total in
+                let mask = 65_535
+                let lines = UnsafeMutablePointer<Float>.allocate(capacity: (mask + 1) * input.channels)
+                lines.initialize(repeating: 0, count: (mask + 1) * input.channels)
+                defer { lines.deallocate() }
+                var write: Int32 = 0
+                return cycled(input, output, slice: slice, total: total) { i, o, n in
+                    creference_sample_delay(i, o, Int32(input.channels), n, lines, Int32(mask), &write, 1000)
+                }
+            }, bitIdentical: true),
+        ]
     }
 }
 

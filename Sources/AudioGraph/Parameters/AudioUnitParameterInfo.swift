@@ -24,6 +24,13 @@ public enum AudioUnitParameterUnit: Sendable {
     case indexed
     /// A plain number with no unit (`kAudioUnitParameterUnit_Generic`).
     case generic
+    /// Octaves, e.g. a bandwidth (`kAudioUnitParameterUnit_Octaves`).
+    case octaves
+    /// Sample frames at the unit's rate (`kAudioUnitParameterUnit_SampleFrames`).
+    case sampleFrames
+    /// A percentage for an equal-power crossfade: 0 = all of the first signal, 100 = all of
+    /// the second, the sum of the squared gains 1 (`kAudioUnitParameterUnit_EqualPowerCrossfade`).
+    case equalPowerCrossfade
 }
 
 /// Describes one parameter: where it lives, its range and default. Mirrors `AudioUnitParameterInfo`.

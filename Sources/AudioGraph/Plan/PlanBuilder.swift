@@ -380,7 +380,7 @@ struct PlanBuilder {
                 moreOutputs = more
             }
             let inputChannels = (0..<formats.inputs.count).map { inputs[$0].channelCount }
-            let stateSize = unit.kernelStateSize(inputChannels: inputChannels, outputChannels: outChannels)
+            let stateSize = unit.kernelStateSize(inputChannels: inputChannels, outputChannels: outChannels, sampleRate: unitRate)
             let kernel: KernelStorage
             if let existing = unit.kernel, existing.byteCount == stateSize {
                 kernel = existing

@@ -6,7 +6,7 @@ import Synchronization
 enum KernelKind: UInt8 {
     /// Copies input element 0 to the output (the default for a unit without a kernel of its own).
     case passthrough
-    case mixer, lowPass, muteGate
+    case mixer, muteGate
     /// A ``RenderCallbackUnit``: calls the application's process callback.
     case custom
     /// ``AudioFilePlayerUnit``: reads its ring (the unit's render context).
@@ -19,6 +19,15 @@ enum KernelKind: UInt8 {
     case dynamics, peakLimiter
     /// The generators: ``OscillatorUnit``, ``NoiseUnit``, ``ConstantSourceUnit``.
     case oscillator, noise, constantSource
+    /// Every ``BiquadFilterUnit`` (low-pass, high-pass, band-pass, shelves, parametric EQ,
+    /// notch, all-pass): one kernel, the design in the unit's state.
+    case biquadFilter
+    /// ``NBandEQUnit``: a cascade of up to 16 gliding biquads and a global gain.
+    case nBandEQ
+    /// ``DelayUnit``: an interpolated delay line with a low-pass in its feedback loop.
+    case delay
+    /// ``SampleDelayUnit``: a whole-frame delay line.
+    case sampleDelay
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

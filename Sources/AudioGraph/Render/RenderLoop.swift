@@ -161,7 +161,6 @@ enum RenderLoop {
     static func runKernel(_ step: UnsafeMutablePointer<PlanStep>, _ piece: RenderPiece) {
         switch step.pointee.kind {
         case .mixer: MixerKernel.render(step, piece)
-        case .lowPass: LowPassKernel.render(step, piece)
         case .muteGate: MuteGateKernel.render(step, piece)
         case .custom: CustomKernel.render(step, piece)
         case .filePlayer: FilePlayerKernel.render(step, piece)
@@ -173,6 +172,10 @@ enum RenderLoop {
         case .oscillator: OscillatorKernel.render(step, piece)
         case .noise: NoiseKernel.render(step, piece)
         case .constantSource: ConstantSourceKernel.render(step, piece)
+        case .biquadFilter: BiquadFilterKernel.render(step, piece)
+        case .nBandEQ: NBandEQKernel.render(step, piece)
+        case .delay: DelayKernel.render(step, piece)
+        case .sampleDelay: SampleDelayKernel.render(step, piece)
         }
     }
 

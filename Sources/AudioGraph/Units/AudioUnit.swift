@@ -33,6 +33,26 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case noise
     /// A constant value, Web Audio's `ConstantSourceNode` (``ConstantSourceUnit``); no Apple counterpart.
     case constantSource
+    /// `kAudioUnitSubType_HighPassFilter` (AUHipass): ``HighPassFilterUnit``.
+    case highPassFilter
+    /// `kAudioUnitSubType_BandPassFilter` (AUBandpass): ``BandPassFilterUnit``.
+    case bandPassFilter
+    /// `kAudioUnitSubType_LowShelfFilter` (AULowShelf): ``LowShelfFilterUnit``.
+    case lowShelfFilter
+    /// `kAudioUnitSubType_HighShelfFilter` (AUHighShelf): ``HighShelfFilterUnit``.
+    case highShelfFilter
+    /// `kAudioUnitSubType_ParametricEQ` (AUParametricEQ): ``ParametricEQUnit``.
+    case parametricEQ
+    /// A notch (band-stop) biquad, ``NotchFilterUnit`` (no Apple unit of its own; AUNBandEQ's BandStop band).
+    case notchFilter
+    /// An all-pass biquad, ``AllPassFilterUnit`` (no Apple counterpart; Web Audio's "allpass").
+    case allPassFilter
+    /// `kAudioUnitSubType_NBandEQ` (AUNBandEQ): ``NBandEQUnit``.
+    case nBandEQ
+    /// `kAudioUnitSubType_Delay` (AUDelay): ``DelayUnit``.
+    case delay
+    /// `kAudioUnitSubType_SampleDelay` (AUSampleDelay): ``SampleDelayUnit``.
+    case sampleDelay
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
@@ -88,7 +108,8 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
             global = all.filter { $0.scope == .global }
         }
     }
-    let parameters: ParameterTable
+    // A var only for units whose parameter list follows a property set while uninitialized (NBandEQ's band count).
+    var parameters: ParameterTable
 
     init(type: AudioUnitType, inputFormats: [StreamFormat], outputFormats: [StreamFormat],
          parameterDefinitions: [AudioUnitParameterInfo]? = nil) {
@@ -200,6 +221,14 @@ public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// Bytes of kernel state (the unit's typed state struct and what follows it) needed for the
     /// given resolved formats; 0 for none.
     func kernelStateSize(inputChannels: [Int], outputChannels: Int) -> Int { 0 }
+
+    /// Bytes of kernel state at the rate the plan runs the unit at (Hz; the unit's own format
+    /// may follow the graph's rate instead): what the plan builder asks. Units whose state
+    /// depends on the rate (a delay line sized in seconds) override this; the default is
+    /// ``kernelStateSize(inputChannels:outputChannels:)``.
+    func kernelStateSize(inputChannels: [Int], outputChannels: Int, sampleRate: Double) -> Int {
+        kernelStateSize(inputChannels: inputChannels, outputChannels: outputChannels)
+    }
 
     /// Sets a fresh kernel state to where the current parameters put it, so a new unit does not
     /// ramp from zero on its first slice.

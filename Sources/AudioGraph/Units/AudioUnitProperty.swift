@@ -32,6 +32,12 @@ public struct AudioUnitPropertyID: RawRepresentable, Hashable, Sendable, CustomS
     /// Mirrors `kAudioOutputUnitProperty_SetInputCallback` (2005): IO unit, global scope element 0;
     /// value `.inputCallback`.
     public static let setInputCallback = AudioUnitPropertyID(rawValue: 2005)
+    /// Mirrors `kAUNBandEQProperty_NumberOfBands` (2200): ``NBandEQUnit`` only, global scope;
+    /// value `.uint32` bands, 1…16; written only while uninitialized.
+    public static let nBandEQNumberOfBands = AudioUnitPropertyID(rawValue: 2200)
+    /// Mirrors `kAUNBandEQProperty_MaxNumberOfBands` (2201): ``NBandEQUnit`` only, global
+    /// scope, read-only; value `.uint32` (16).
+    public static let nBandEQMaxNumberOfBands = AudioUnitPropertyID(rawValue: 2201)
 
     /// The Apple constant name without its prefix, or the number.
     public var description: String {
@@ -39,6 +45,7 @@ public struct AudioUnitPropertyID: RawRepresentable, Hashable, Sendable, CustomS
         case 1: "MakeConnection"; case 2: "SampleRate"; case 8: "StreamFormat"; case 11: "ElementCount"
         case 12: "Latency"; case 14: "MaximumFramesPerSlice"; case 20: "TailTime"; case 23: "SetRenderCallback"
         case 51: "ShouldAllocateBuffer"; case 2003: "EnableIO"; case 2005: "SetInputCallback"
+        case 2200: "NumberOfBands"; case 2201: "MaxNumberOfBands"
         default: "property \(rawValue)"
         }
     }

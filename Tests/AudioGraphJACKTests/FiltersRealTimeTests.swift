@@ -1,0 +1,161 @@
+// Tests, JACK: the biquad family, the N-band EQ, the delay and the sample delay on the JACK process thread under live edits — no allocation, no lock.
+import AudioGraph
+import AudioGraphJACK
+import CAllocCounter
+import AudioGraphTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+extension JACKIntegration {
+    /// Every unit of the filters track in one chain pulled by the JACK driver, its parameters
+    /// edited, scheduled and swept to their extremes from this thread and the graph updated,
+    /// while the allocation/lock counter (Tests/CAllocCounter) watches the process thread.
+    @Suite("Filters, EQ and delays on the JACK process thread")
+    struct FiltersRealTimeTests {
+        /// Parameter calls on every unit of the track, from a thread the counter watches, as a
+        /// render callback automating them would make them. Optimized builds only (see
+        /// RealTimeSafetyTests.parameterCallsNeitherAllocateNorLock).
+        @Test(.enabled(if: isOptimizedBuild, "run with -c release (scripts/test does)"))
+        func parameterCallsOnTheTracksUnitsNeitherAllocateNorLock() throws {
+            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds")
+            let units: [AudioUnit] = [HighPassFilterUnit(), BandPassFilterUnit(), LowShelfFilterUnit(), HighShelfFilterUnit(),
+                                      ParametricEQUnit(), NotchFilterUnit(), AllPassFilterUnit(), NBandEQUnit(),
+                                      DelayUnit(), SampleDelayUnit()]
+            let ids = units.map { $0.parameterList(scope: .global).map(\.id) }
+            let counts = Mutex<(allocations: UInt, locks: UInt, calls: Int)>((0, 0, 0))
+            let thread = Thread {
+                alloccounter_arm_this_thread()
+                let a0 = alloccounter_allocations(), l0 = alloccounter_locks()
+                var calls = 0
+                // 60 rounds: each unit's queue gets 60 events and 59 cancels (from setParameter),
+                // below its 256; a full queue's refusal is another matter (see the report).
+                for i in 0..<60 {
+                    for (unit, list) in zip(units, ids) {
+                        let id = list[i % list.count]
+                        try? unit.setParameter(id, Float(i % 50), scope: .global)
+                        _ = try? unit.parameter(id, scope: .global)
+                        try? unit.scheduleParameter(AudioUnitParameterEvent(id: id, scope: .global, bufferOffset: i % 64,
+                                                                            .immediate(value: Float(i % 30))))
+                        calls += 3
+                    }
+                }
+                let a1 = alloccounter_allocations(), l1 = alloccounter_locks()
+                counts.withLock { $0 = (a1 - a0, l1 - l0, calls) }
+            }
+            thread.start()
+            while counts.withLock({ $0.calls }) == 0 { usleep(1000) }
+            let (allocations, locks, calls) = counts.withLock { $0 }
+            #expect(allocations == 0 && locks == 0, "\(calls) parameter calls: \(allocations) allocations, \(locks) locks")
+        }
+
+        @Test func filtersEQAndDelaysNeitherAllocateNorLockOnTheProcessThread() throws {
+            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds; run without --sanitize")
+            let server = TestServer.shared
+            let graph = AudioGraph()
+            let io = IOUnit()
+            let ioNode = try graph.addNode(io)
+            let eq = NBandEQUnit(bands: 6)
+            let units: [AudioUnit] = [HighPassFilterUnit(), BandPassFilterUnit(), LowShelfFilterUnit(), HighShelfFilterUnit(),
+                                      ParametricEQUnit(), NotchFilterUnit(), AllPassFilterUnit(), eq, DelayUnit(),
+                                      SampleDelayUnit(), LowPassFilterUnit()]
+            let nodes = try units.map { try graph.addNode($0) }
+            // The chain's head: a render callback that arms the counter for the thread it runs
+            // on (the JACK process thread) and writes a tone from a table made beforehand.
+            let table = UnsafeMutableBufferPointer<Float>.allocate(capacity: 480)
+            for i in 0..<480 { table[i] = Float(0.3 * sin(2 * Double.pi * Double(i) / 480)) + Float(i % 7) * 0.01 }
+            defer { table.deallocate() }
+            struct ToneState { var table: UnsafeMutablePointer<Float>; var position: Int }
+            let tone = RenderState(ToneState(table: table.baseAddress!, position: 0))
+            try graph.setNodeInputCallback(nodes[0], inputElement: 0) { _, _, buffers in
+                alloccounter_arm_this_thread()
+                for c in 0..<buffers.channelCount {
+                    let out = buffers[c]
+                    for f in 0..<out.count { out[f] = tone.value.table[(tone.value.position + f) % 480] }
+                }
+                tone.value.position = (tone.value.position + buffers.frameCount) % 480
+                return 0
+            }
+            for i in 1..<nodes.count { try graph.connectNodeInput(nodes[i - 1], sourceOutputElement: 0, nodes[i], destinationInputElement: 0) }
+            try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            for b in 0..<4 { try eq.setParameter(NBandEQUnit.Parameter.bypassBand + AudioUnitParameterID(b), 0, scope: .global) }
+
+            var options = JACKDriver.Options()
+            options.clientName = "ag-filters-rt"
+            options.serverName = server
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try driver.start()
+            let meter = try graph.installLevelMeter(on: nodes.last!)
+            usleep(300_000)  // warm-up: first cycles, first plan
+            #expect(alloccounter_armed_threads() >= 1, "the callback ran on the process thread")
+            alloccounter_reset()
+            let cyclesBefore = driver.processCycleCount
+
+            var seed: UInt64 = 0xF1_17E5
+            func random(_ n: Int) -> Int {  // SplitMix64, reproducible
+                seed &+= 0x9E37_79B9_7F4A_7C15
+                var z = seed
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return Int((z ^ (z >> 31)) % UInt64(n))
+            }
+            var inserted: AUNode?
+            var edits = 0, updates = 0
+            let deadline = Date().addingTimeInterval(2)
+            while Date() < deadline {
+                edits += 1
+                let unit = units[random(units.count)]
+                let infos = unit.parameterList(scope: .global)
+                let info = infos[random(infos.count)]
+                // Anywhere in the range, or at either end.
+                let value: Float = switch random(4) {
+                case 0: info.minValue
+                case 1: info.maxValue
+                default: info.minValue + (info.maxValue - info.minValue) * Float(random(1001)) / 1000
+                }
+                switch random(8) {
+                case 0, 1, 2: try unit.setParameter(info.id, value, scope: .global)
+                case 3: try unit.setParameter(info.id, value, scope: .global, bufferOffset: random(600))
+                case 4 where info.unit != .boolean && info.unit != .indexed:
+                    try unit.scheduleParameter(AudioUnitParameterEvent(id: info.id, scope: .global, bufferOffset: random(1000),
+                                                                       .linearRamp(to: value, durationFrames: 1 + random(4000))))
+                case 5 where info.unit != .boolean && info.unit != .indexed:
+                    try unit.scheduleParameter(AudioUnitParameterEvent(id: info.id, scope: .global, bufferOffset: random(1000),
+                                                                       .target(value, timeConstant: 0.001 + Double(random(50)) / 1000)))
+                case 6 where random(20) == 0:
+                    // A filter of a random kind inserted before the device output, or taken out.
+                    try graph.disconnectNodeInput(ioNode, inputElement: 0)
+                    if let node = inserted {
+                        try graph.removeNode(node)
+                        inserted = nil
+                        try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+                    } else {
+                        let kinds: [() -> AudioUnit] = [{ NotchFilterUnit() }, { DelayUnit() }, { NBandEQUnit(bands: 3) },
+                                                        { SampleDelayUnit() }, { ParametricEQUnit() }]
+                        let node = try graph.addNode(kinds[random(kinds.count)]())
+                        try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, node, destinationInputElement: 0)
+                        try graph.connectNodeInput(node, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+                        inserted = node
+                    }
+                    try graph.update()
+                    updates += 1
+                default: try unit.setParameter(info.id, value, scope: .global)
+                }
+                usleep(500)
+            }
+            let cycles = driver.processCycleCount - cyclesBefore
+            let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
+            // Back to moderate settings, then the output must be real audio: finite, not silent.
+            for unit in units { for info in unit.parameterList(scope: .global) { try unit.setParameter(info.id, info.defaultValue, scope: .global) } }
+            meter.resetPeaks()
+            usleep(400_000)
+            let peak = try meter.peakPower(channel: 0)
+            #expect(cycles > 100, "JACK ran \(cycles) cycles during the edits")
+            #expect(edits >= 1000 && updates >= 5, "\(edits) edits, \(updates) updates in 2 s")
+            #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
+            #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
+            #expect(peak.isFinite && peak > -60, "after the edits the chain still carries the tone: peak \(peak) dBFS")
+        }
+    }
+}
