@@ -172,7 +172,7 @@ extension JACKIntegration {
             #expect(tool.waitForExit() == 0)
 
             let bad = try ToolProcess(["--name", "\(name)-bad", "--input", "system:capture_[", "--output", "system:playback_1"], server: server)
-            #expect(bad.waitForExit() == 1)
+            #expect(bad.waitForExit() == 2, "a bad option: status 2")
             #expect(bad.stderr.contains("neither a JACK port name nor a valid regular expression"), "stderr: \(bad.stderr)")
             let none = try ToolProcess(["--name", "\(name)-none", "--input", "nobody:.*"], server: server)
             #expect(none.waitForExit() == 1)
