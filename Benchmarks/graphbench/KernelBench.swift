@@ -70,22 +70,9 @@ extension KernelBench {
                         }
                     }!
                     defer { creference_convolver_free(convolver) }
-                    let inPtrs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: input.channels)
-                    let outPtrs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: output.channels)
-                    defer { inPtrs.deallocate(); outPtrs.deallocate() }
-                    let start = now()
-                    var done = 0
-                    while done < total {
-                        let offset = done % input.frames
-                        let n = min(slice, input.frames - offset, total - done)
-                        for c in 0..<input.channels {
-                            inPtrs[c] = UnsafePointer(input.pointers[c] + offset)
-                            outPtrs[c] = output.pointers[c] + offset
-                        }
-                        creference_convolver_process(convolver, inPtrs, outPtrs, Int32(n))
-                        done += n
+                    return cycled(input, output, slice: slice, total: total) { i, o, n in
+                        creference_convolver_process(convolver, i, o, n)
                     }
-                    return now() - start
                 },
                 bitIdentical: true)
         }
@@ -107,23 +94,11 @@ extension KernelBench {
 // MARK: - Filters track: the biquad family, the N-band EQ, the delays
 
 extension KernelBench {
-    /// Times `slice`-frame calls of `body` over the input and output, cycled as the engine's are.
+    /// Times `slice`-frame calls of `body` over the input and output, cycled as the engine's
+    /// are: ``cycleReference(input:output:slice:total:_:)`` with the frame count as C takes it.
     static func cycled(_ input: Buffers, _ output: Buffers, slice: Int, total: Int,
                        _ body: (_ in: UnsafePointer<UnsafePointer<Float>?>, _ out: UnsafePointer<UnsafeMutablePointer<Float>?>, _ frames: Int32) -> Void) -> Double {
-        let inPtrs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: input.channels)
-        let outPtrs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: output.channels)
-        defer { inPtrs.deallocate(); outPtrs.deallocate() }
-        let start = now()
-        var done = 0
-        while done < total {
-            let offset = done % input.frames
-            let n = min(slice, input.frames - offset, total - done)
-            for c in 0..<input.channels { inPtrs[c] = UnsafePointer(input.pointers[c] + offset) }
-            for c in 0..<output.channels { outPtrs[c] = output.pointers[c] + offset }
-            body(inPtrs, outPtrs, Int32(n))
-            done += n
-        }
-        return now() - start
+        cycleReference(input: input, output: output, slice: slice, total: total) { i, o, n in body(i, o, Int32(n)) }
     }
 
     /// A cookbook design in C, as the engine makes it.
