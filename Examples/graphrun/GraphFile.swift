@@ -42,10 +42,10 @@ struct ParameterTable {
     }
 
     /// Short names files have always used instead of a unit's own.
-    private static let shortNames = ["CutoffFrequency": "cutoff"]
+    private static let shortNames = ["CutoffFrequency": "cutoff", "CenterFrequency": "center"]
 
     /// A parameter's name in a file: the unit's own name in lower camel case ("RampTime" →
-    /// "rampTime"), or its short name ("CutoffFrequency" → "cutoff").
+    /// "rampTime"), or its short name ("CutoffFrequency" → "cutoff", "CenterFrequency" → "center").
     static func fileName(of info: AudioUnitParameterInfo) -> String {
         shortNames[info.name] ?? info.name.prefix(1).lowercased() + info.name.dropFirst()
     }

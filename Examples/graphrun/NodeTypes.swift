@@ -50,6 +50,7 @@ struct NodeTypeError: Error {
 enum NodeType: String, CaseIterable {
     case lowpass, mutegate, mixer, splitter, channelsplitter, merger, convolver
     case dynamics, limiter, oscillator, noise, constant
+    case highpass, bandpass, notch, allpass, lowshelf, highshelf, parametriceq, nbandeq, delay, sampledelay
 
     /// One line for `--list`: what it is and which Apple / Web Audio unit it mirrors.
     var summary: String {
@@ -66,6 +67,16 @@ enum NodeType: String, CaseIterable {
         case .oscillator: return "band-limited oscillator, no input (Web Audio OscillatorNode); waveform: sine | square | sawtooth | triangle"
         case .noise: return "white or pink noise, no input (ours); color: white | pink"
         case .constant: return "a constant value, no input (Web Audio ConstantSourceNode)"
+        case .highpass: return "second-order high-pass filter (kAudioUnitSubType_HighPassFilter)"
+        case .bandpass: return "band-pass filter, 0 dB at the centre (kAudioUnitSubType_BandPassFilter)"
+        case .notch: return "notch (band-stop) filter, silence at the centre (ours; Web Audio BiquadFilterNode \"notch\")"
+        case .allpass: return "all-pass filter: unity gain, phase turning around the centre (ours; Web Audio \"allpass\")"
+        case .lowshelf: return "low-shelf filter (kAudioUnitSubType_LowShelfFilter)"
+        case .highshelf: return "high-shelf filter (kAudioUnitSubType_HighShelfFilter)"
+        case .parametriceq: return "one peaking band (kAudioUnitSubType_ParametricEQ)"
+        case .nbandeq: return "up to 16 bands, each bypassed until \"bypassBandN\": false (kAudioUnitSubType_NBandEQ); filterTypeN by name"
+        case .delay: return "delay up to 2 s with feedback through a low-pass, wet/dry mix (kAudioUnitSubType_Delay)"
+        case .sampledelay: return "delay by whole frames, dry only (kAudioUnitSubType_SampleDelay)"
         }
     }
 
@@ -73,6 +84,10 @@ enum NodeType: String, CaseIterable {
     var fields: [ShapeField] {
         switch self {
         case .lowpass, .mutegate, .dynamics, .limiter: return []
+        case .highpass, .bandpass, .notch, .allpass, .lowshelf, .highshelf, .parametriceq, .delay, .sampledelay: return []
+        case .nbandeq:
+            return [ShapeField(name: "bands", kind: .count(1...NBandEQUnit.maximumNumberOfBands, default: NBandEQUnit.maximumNumberOfBands),
+                               help: "bands, numbered 0…bands−1 in parameter names (frequency0, gain0, …)")]
         case .oscillator, .noise, .constant:
             return [ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: the output's channels (all the same signal)")]
         case .mixer:
@@ -144,6 +159,16 @@ enum NodeType: String, CaseIterable {
         case .oscillator: unit = OscillatorUnit()
         case .noise: unit = NoiseUnit()
         case .constant: unit = ConstantSourceUnit()
+        case .highpass: unit = HighPassFilterUnit()
+        case .bandpass: unit = BandPassFilterUnit()
+        case .notch: unit = NotchFilterUnit()
+        case .allpass: unit = AllPassFilterUnit()
+        case .lowshelf: unit = LowShelfFilterUnit()
+        case .highshelf: unit = HighShelfFilterUnit()
+        case .parametriceq: unit = ParametricEQUnit()
+        case .nbandeq: unit = NBandEQUnit(bands: shape.int("bands") ?? NBandEQUnit.maximumNumberOfBands)
+        case .delay: unit = DelayUnit()
+        case .sampledelay: unit = SampleDelayUnit()
         }
         // Output formats at the server's rate (a mixer's with the file's channels); the others follow their input.
         let outputChannels = [.mixer, .convolver, .oscillator, .noise, .constant].contains(self)
@@ -160,6 +185,9 @@ enum NodeType: String, CaseIterable {
         switch self {
         case .oscillator: return ["waveform": OscillatorUnit.Waveform.allCases.map { "\($0)" }]
         case .noise: return ["color": NoiseUnit.Color.allCases.map { "\($0)" }]
+        case .nbandeq:
+            let names = NBandEQUnit.FilterType.allCases.map { "\($0)" }
+            return Dictionary(uniqueKeysWithValues: (0..<NBandEQUnit.maximumNumberOfBands).map { ("filterType\($0)", names) })
         default: return [:]
         }
     }
@@ -174,8 +202,21 @@ enum NodeType: String, CaseIterable {
             for field in type.fields { lines.append("  \"\(field.name)\": \(field.help) \(field.defaultDescription)") }
             guard let unit = try? type.makeUnit() else { continue }
             let table = ParameterTable(of: unit)
+            // Numbered parameters (an EQ's frequency0…frequency15) print once, as frequencyN.
+            var printed = Set<String>()
             for (name, info) in table.node.sorted(by: { $0.value.id < $1.value.id }) {
-                lines.append("  parameter \(name): \(ParameterTable.describe(info))")
+                let stem = String(name.reversed().drop(while: \.isNumber).reversed())
+                let count = stem == name ? 0 : table.node.keys.filter { $0.hasPrefix(stem) && $0.dropFirst(stem.count).allSatisfy(\.isNumber) }.count
+                if count > 1 {
+                    guard printed.insert(stem).inserted else { continue }
+                    var line = "  parameter \(stem)N, N = 0…\(count - 1): \(ParameterTable.describe(info))"
+                    if let names = type.valueNames[name] { line += "; by name: " + names.joined(separator: " | ") }
+                    lines.append(line)
+                } else {
+                    var line = "  parameter \(name): \(ParameterTable.describe(info))"
+                    if let names = type.valueNames[name] { line += "; by name: " + names.joined(separator: " | ") }
+                    lines.append(line)
+                }
             }
             for (name, info) in table.input.sorted(by: { $0.value.id < $1.value.id }) {
                 lines.append("  input parameter \(name) (\"inputParameters\": [{…} per input]): \(ParameterTable.describe(info))")

@@ -125,7 +125,69 @@ extension JACKIntegration {
              ":4: connections[0].to: a oscillator has no input elements (it is a source)"),
             ("{\n  \"nodes\": [ { \"id\": \"dyn\", \"type\": \"dynamics\",\n    \"parameters\": { \"compressionAmount\": 3 } } ],\n  \"connections\": []\n}\n",
              ":3: nodes[0].parameters.compressionAmount: a dynamics has no parameter 'compressionAmount'"),
+            ("{\n  \"nodes\": [ { \"id\": \"eq\", \"type\": \"nbandeq\",\n    \"parameters\": { \"filterType0\": \"lowpass\" } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.filterType0: must be one of: parametric, butterworthLowPass, butterworthHighPass, resonantLowPass"),
+            ("{\n  \"nodes\": [ { \"id\": \"eq\", \"type\": \"nbandeq\", \"bands\": 2,\n    \"parameters\": { \"frequency5\": 100 } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.frequency5: a nbandeq has no parameter 'frequency5'"),
+            ("{\n  \"nodes\": [ { \"id\": \"eq\", \"type\": \"nbandeq\", \"bands\": 17 } ],\n  \"connections\": []\n}\n",
+             ":2: nodes[0].bands: must be a whole number 1…16"),
+            ("{\n  \"nodes\": [ { \"id\": \"d\", \"type\": \"delay\",\n    \"parameters\": { \"delayTime\": 3 } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.delayTime: 3.0 is outside 0.0…2.0"),
+            ("{\n  \"nodes\": [ { \"id\": \"bp\", \"type\": \"bandpass\",\n    \"parameters\": { \"centerFrequency\": 1000 } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.centerFrequency: a bandpass has no parameter 'centerFrequency'"),
         ]
+
+        /// The filters track from a file: every biquad type, the N-band EQ (a band type by name)
+        /// and both delays in one chain. With the EQ's band bypassed a 1 kHz tone passes at its
+        /// level; a live edit that enables the band-stop band at 1 kHz takes it out.
+        @Test func filtersAndDelaysFromAFileRunAndEditLive() throws {
+            func file(bypass: Bool) -> String {
+                """
+                { "nodes": [ { "id": "hp", "type": "highpass", "parameters": { "cutoff": 20 } },
+                             { "id": "ls", "type": "lowshelf", "parameters": { "gain": 0 } },
+                             { "id": "hs", "type": "highshelf", "parameters": { "gain": 0 } },
+                             { "id": "peq", "type": "parametriceq", "parameters": { "center": 3000, "gain": 0 } },
+                             { "id": "ap", "type": "allpass", "parameters": { "center": 1000, "q": 0.7 } },
+                             { "id": "bp", "type": "bandpass", "parameters": { "center": 1000, "bandwidth": 2400 } },
+                             { "id": "notch", "type": "notch", "parameters": { "center": 8000, "bandwidth": 100 } },
+                             { "id": "eq", "type": "nbandeq", "bands": 2,
+                               "parameters": { "bypassBand0": \(bypass), "filterType0": "bandStop", "frequency0": 1000, "bandwidth0": 1 } },
+                             { "id": "dly", "type": "delay", "parameters": { "wetDryMix": 0 } },
+                             { "id": "sdly", "type": "sampledelay", "parameters": { "delayFrames": 64 } } ],
+                  "connections": [ { "from": "io", "to": "hp" }, { "from": "hp", "to": "ls" }, { "from": "ls", "to": "hs" },
+                                   { "from": "hs", "to": "peq" }, { "from": "peq", "to": "ap" }, { "from": "ap", "to": "bp" },
+                                   { "from": "bp", "to": "notch" }, { "from": "notch", "to": "eq" }, { "from": "eq", "to": "dly" },
+                                   { "from": "dly", "to": "sdly" }, { "from": "sdly", "to": "io" } ] }
+                """
+            }
+            let path = try temporaryFile(file(bypass: true))
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let check = try ToolProcess("graphrun", [path, "--check"], server: server)
+            #expect(check.waitForExit() == 0, "\(check.stderr)")
+            let name = "gr-filt-\(getpid())"
+            let tool = try ToolProcess("graphrun", [path, "--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("graphrun: running"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 1000 * Double($0) / 48_000)) }
+            func levelDB() -> Double {
+                let probe = ProbeClient(server: server, name: "probe-gr-filt", play: tone, captureFrames: tone.count + 8192)
+                probe.connect(probe.outPort, "\(name):in_1")
+                probe.connect("\(name):out_1", probe.inPort)
+                let out = probe.run()[24_000..<48_000]
+                let rms = (out.reduce(0.0) { $0 + Double($1 * $1) } / Double(out.count)).squareRoot()
+                return 20 * log10(rms / (0.5 / 2.0.squareRoot()))
+            }
+            let passed = levelDB()
+            #expect(abs(passed) < 1, "1 kHz through ten units that leave it alone: \(passed) dB")
+            try file(bypass: false).write(toFile: path, atomically: false, encoding: .utf8)
+            #expect(tool.waitFor("eq.bypassBand0 1 → 0"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            usleep(100_000)
+            let stopped = levelDB()
+            #expect(stopped < -30, "the band-stop band at 1 kHz, enabled live: \(stopped) dB")
+            tool.send("dump")
+            #expect(tool.waitFor("  sdly: sampleDelay"), "\(tool.stdout)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
 
         /// The catalogue's sources and dynamics from a file: a sawtooth named by its waveform into a
         /// limiter and a compressor, checked and run; the limiter's latency is the graph's.

@@ -16,9 +16,12 @@ extension AudioComponentRegistry {
     /// The engine's own units. Apple's codes (manufacturer `appl`) where the unit stands in for
     /// Apple's: `auou/rioc` RemoteIO, `aumx/mcmx` multichannel mixer, `aufx/lpas` low-pass,
     /// `augn/afpl` file player, `aufc/splt` splitter, `aufc/merg` merger, `aufx/dcmp` dynamics
-    /// processor, `aufx/lmtr` peak limiter. Ours (`AGph`) for the mute gate (`aufx/mute`), the
-    /// channel splitter (`aufc/chsp`), the convolution reverb (`aufx/conv`) and the generators
-    /// (`augn/osc `, `augn/nois`, `augn/cnst`). ``RenderCallbackUnit``
+    /// processor, `aufx/lmtr` peak limiter, `aufx/hpas` high-pass, `aufx/bpas` band-pass,
+    /// `aufx/lshf` and `aufx/hshf` shelves, `aufx/pmeq` parametric EQ, `aufx/nbeq` N-band EQ,
+    /// `aufx/dely` delay, `aufx/sdly` sample delay. Ours (`AGph`) for the mute gate
+    /// (`aufx/mute`), the channel splitter (`aufc/chsp`), the convolution reverb (`aufx/conv`),
+    /// the generators (`augn/osc `, `augn/nois`, `augn/cnst`), the notch (`aufx/ntch`) and the
+    /// all-pass (`aufx/apas`). ``RenderCallbackUnit``
     /// needs your closure, so it is not a component (register your own with
     /// ``register(_:)``).
     public static let builtIns: [AudioComponent] = {
@@ -37,6 +40,16 @@ extension AudioComponentRegistry {
             builtIn("augn", "osc ", "AGph", "AudioGraph: Oscillator") { OscillatorUnit() },
             builtIn("augn", "nois", "AGph", "AudioGraph: Noise") { NoiseUnit() },
             builtIn("augn", "cnst", "AGph", "AudioGraph: ConstantSource") { ConstantSourceUnit() },
+            builtIn("aufx", "hpas", "appl", "Apple: AUHipass") { HighPassFilterUnit() },
+            builtIn("aufx", "bpas", "appl", "Apple: AUBandpass") { BandPassFilterUnit() },
+            builtIn("aufx", "lshf", "appl", "Apple: AULowShelfFilter") { LowShelfFilterUnit() },
+            builtIn("aufx", "hshf", "appl", "Apple: AUHighShelfFilter") { HighShelfFilterUnit() },
+            builtIn("aufx", "pmeq", "appl", "Apple: AUParametricEQ") { ParametricEQUnit() },
+            builtIn("aufx", "nbeq", "appl", "Apple: AUNBandEQ") { NBandEQUnit() },
+            builtIn("aufx", "dely", "appl", "Apple: AUDelay") { DelayUnit() },
+            builtIn("aufx", "sdly", "appl", "Apple: AUSampleDelay") { SampleDelayUnit() },
+            builtIn("aufx", "ntch", "AGph", "AudioGraph: Notch") { NotchFilterUnit() },
+            builtIn("aufx", "apas", "AGph", "AudioGraph: AllPass") { AllPassFilterUnit() },
         ]
     }()
 }

@@ -32,6 +32,28 @@ struct AudioComponentTests {
         #expect(AudioComponentRegistry.count(matching: AudioComponentDescription(componentType: 0)) == AudioComponentRegistry.all.count)
     }
 
+    /// Every built-in instantiates, each description is taken once, and Apple's codes make the
+    /// unit Apple's code names (the catalogue's filters, EQs and delays among them).
+    @Test func everyBuiltInInstantiatesUnderItsCodes() throws {
+        let descriptions = AudioComponentRegistry.builtIns.map(\.componentDescription)
+        #expect(Set(descriptions.map(\.description)).count == descriptions.count, "no description twice")
+        for component in AudioComponentRegistry.builtIns { _ = try component.instantiate() }
+        let expected: [(String, String, String, AudioUnit.Type)] = [
+            ("aufx", "hpas", "appl", HighPassFilterUnit.self), ("aufx", "bpas", "appl", BandPassFilterUnit.self),
+            ("aufx", "lshf", "appl", LowShelfFilterUnit.self), ("aufx", "hshf", "appl", HighShelfFilterUnit.self),
+            ("aufx", "pmeq", "appl", ParametricEQUnit.self), ("aufx", "nbeq", "appl", NBandEQUnit.self),
+            ("aufx", "dely", "appl", DelayUnit.self), ("aufx", "sdly", "appl", SampleDelayUnit.self),
+            ("aufx", "ntch", "AGph", NotchFilterUnit.self), ("aufx", "apas", "AGph", AllPassFilterUnit.self),
+            ("aufx", "dcmp", "appl", DynamicsProcessorUnit.self), ("aufx", "lmtr", "appl", PeakLimiterUnit.self),
+        ]
+        for (type, subType, manufacturer, unitType) in expected {
+            let description = try AudioComponentDescription(type: type, subType: subType, manufacturer: manufacturer)
+            let component = try #require(AudioComponentRegistry.findNext(matching: description), "\(description)")
+            let unit = try component.instantiate()
+            #expect(ObjectIdentifier(Swift.type(of: unit)) == ObjectIdentifier(unitType), "\(description) made \(Swift.type(of: unit))")
+        }
+    }
+
     /// AUGraphAddNode by description builds a working graph: IO (rioc) → low-pass (lpas) → IO.
     @Test func aGraphBuiltFromDescriptionsRenders() throws {
         let graph = AudioGraph()

@@ -257,7 +257,7 @@ struct ConvolutionReverbTests {
             guard case .cannotRead(let path, let reason)? = error as? ImpulseResponseError else { return false }
             return path.hasSuffix("missing.wav") && !reason.isEmpty
         }
-        FileManager.default.createFile(atPath: directory + "/text.wav", contents: Data("not audio".utf8))
+        #expect(FileManager.default.createFile(atPath: directory + "/text.wav", contents: Data("not audio".utf8)))
         #expect {
             try unit.loadImpulseResponse(contentsOf: directory + "/text.wav")
         } throws: { error in
