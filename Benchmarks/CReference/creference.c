@@ -3,6 +3,19 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+unsigned creference_denormals_flush(void) {
+    unsigned previous = _mm_getcsr();
+    _mm_setcsr(previous | 0x8040);  /* FTZ (bit 15) | DAZ (bit 6) */
+    return previous;
+}
+void creference_denormals_restore(unsigned previous) { _mm_setcsr(previous); }
+#else
+unsigned creference_denormals_flush(void) { return 0; }
+void creference_denormals_restore(unsigned previous) { (void)previous; }
+#endif
+
 void creference_lowpass_coefficients(double cutoff, double resonance_db, double sample_rate, float out[5]) {
     double f = cutoff < 10 ? 10 : cutoff;
     if (f > 0.49 * sample_rate) f = 0.49 * sample_rate;

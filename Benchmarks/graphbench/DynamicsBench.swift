@@ -12,6 +12,9 @@ func cycleReference(input: Buffers, output: Buffers, slice: Int, total: Int,
     let inPtrs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: input.channels)
     let outPtrs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: output.channels)
     defer { inPtrs.deallocate(); outPtrs.deallocate() }
+    // As every C reference: flush-to-zero on (see creference_denormals_flush).
+    let mode = creference_denormals_flush()
+    defer { creference_denormals_restore(mode) }
     let start = now()
     var done = 0
     while done < total {

@@ -130,6 +130,8 @@ func renderReference(input: Buffers, output: Buffers, slice: Int, total: Int) ->
     let silentPtrs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: channels)
     defer { tmp.deallocate(); inPtrs.deallocate(); outPtrs.deallocate(); silentPtrs.deallocate() }
     for c in 0..<channels { silentPtrs[c] = UnsafePointer(silent.pointers[c]) }
+    let mode = creference_denormals_flush()
+    defer { creference_denormals_restore(mode) }
     let start = now()
     var done = 0
     while done < total {

@@ -13,8 +13,6 @@ extension JACKIntegration {
     @Suite("Dynamics and generators on the JACK process thread")
     struct DynamicsRealTimeTests {
         @Test func noAllocationOrLockUnderLiveEdits() throws {
-            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds; run without --sanitize")
-            let server = TestServer.shared
             let graph = AudioGraph()
             let io = IOUnit()
             let dynamics = DynamicsProcessorUnit(), limiter = PeakLimiterUnit(), mixer = MultichannelMixerUnit(inputs: 6)
@@ -46,29 +44,11 @@ extension JACKIntegration {
             }
             try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
 
-            var options = JACKDriver.Options()
-            options.clientName = "ag-dynamics-rt"
-            options.serverName = server
-            let driver = try JACKDriver(graph: graph, options: options)
-            defer { driver.close() }
-            let format = try StreamFormat.float32(sampleRate: Double(driver.sampleRate), channels: 2)
-            try mixer.setStreamFormat(format, scope: .output, element: 0)
-            try driver.start()
-            try driver.connectPhysicalPorts()
-
-            usleep(300_000)  // warm-up: first cycles, first plan
-            #expect(alloccounter_armed_threads() >= 1, "the callback ran on the process thread")
-            alloccounter_reset()
-            let cyclesBefore = driver.processCycleCount
-
-            var seed: UInt64 = 0xD1A_2024
-            func random(_ n: Int) -> Int {  // SplitMix64, reproducible
-                seed &+= 0x9E37_79B9_7F4A_7C15
-                var z = seed
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                return Int((z ^ (z >> 31)) % UInt64(n))
+            let counted = try CountedProcessThread(graph: graph, clientName: "ag-dynamics-rt") { driver in
+                try mixer.setStreamFormat(.float32(sampleRate: Double(driver.sampleRate), channels: 2), scope: .output, element: 0)
             }
+
+            var random = SplitMix64(seed: 0xD1A_2024)
             func unit(_ n: Int) -> Float { Float(random(n + 1)) / Float(n) }  // 0…1 in n steps
             var extra: AUNode?, inserted: AUNode?
             var edits = 0, meterReads: Float = 0, refused = 0
@@ -139,13 +119,9 @@ extension JACKIntegration {
                 }
                 usleep(500)
             }
-            let cycles = driver.processCycleCount - cyclesBefore
-            let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
-            #expect(cycles > 100, "JACK ran \(cycles) cycles during the edits")
+            counted.expectNeitherAllocationNorLock("the edits")
             #expect(edits >= 1000, "\(edits) random edits in 2 s")
             #expect(refused > 0 && meterReads.isFinite, "meters read (\(meterReads)), a set refused \(refused) times")
-            #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
-            #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
         }
     }
 }

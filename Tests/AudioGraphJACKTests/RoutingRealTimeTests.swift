@@ -15,8 +15,6 @@ extension JACKIntegration {
         /// align; mixer → IO. Edits from this thread while JACK pulls: latency changes with
         /// updates, the merger's inputs crossed and straightened, a node added and removed.
         @Test func routingAndCompensationNeitherAllocateNorLock() throws {
-            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds; run without --sanitize")
-            let server = TestServer.shared
             let graph = AudioGraph()
             let io = IOUnit()
             let ioNode = try graph.addNode(io)
@@ -44,18 +42,8 @@ extension JACKIntegration {
             try graph.connectNodeInput(lookAheadNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 1)
             try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
 
-            var options = JACKDriver.Options()
-            options.clientName = "ag-routing-rt"
-            options.serverName = server
-            let driver = try JACKDriver(graph: graph, options: options)
-            defer { driver.close() }
-            try driver.start()
-            _ = try driver.connectPhysicalPorts()
-            usleep(300_000)
-            #expect(alloccounter_armed_threads() >= 1, "the callback ran on the process thread")
+            let counted = try CountedProcessThread(graph: graph, clientName: "ag-routing-rt")
             #expect(graph.description.contains("delayed 96 frame(s)"), "mixer input 0 waits for the 2 ms look-ahead: \(graph)")
-            alloccounter_reset()
-            let cyclesBefore = driver.processCycleCount
 
             var crossed = true, extra: AUNode?, round = 0
             let deadline = Date().addingTimeInterval(2)
@@ -80,11 +68,7 @@ extension JACKIntegration {
                 try graph.update()
                 usleep(2000)
             }
-            let cycles = driver.processCycleCount - cyclesBefore
-            let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
-            #expect(cycles > 100, "JACK ran \(cycles) cycles during \(round) edits")
-            #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
-            #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
+            counted.expectNeitherAllocationNorLock("\(round) edits")
             #expect(graph.renderErrorCount == 0)
         }
     }

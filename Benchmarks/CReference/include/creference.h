@@ -5,6 +5,19 @@
 /// The benchmark's plain-C reference: the standard graph's arithmetic (low-pass biquad, two-input
 /// sum, gain) as tight loops over caller-owned buffers, with no graph around it.
 
+/// Turns on the CPU's flush-to-zero and denormals-are-zero modes for the calling thread (x86
+/// MXCSR FTZ | DAZ; nothing elsewhere) and returns the previous mode for
+/// creference_denormals_restore. graphbench times every C reference in this mode: the engine
+/// keeps its recursive filters out of subnormal numbers by flushing their memory, and without
+/// the mode the lanes a vectorised reference loop leaves unused decay into subnormals after
+/// about 900 frames and send every vector operation down the slow path (the reference then ran
+/// 3–4× slower per frame at 1024-frame slices than at 256). Results of normal-range arithmetic
+/// are unchanged (the checksums show it).
+unsigned creference_denormals_flush(void);
+
+/// Restores the mode creference_denormals_flush returned.
+void creference_denormals_restore(unsigned previous);
+
 /// RBJ Audio EQ Cookbook low-pass coefficients, computed in double and rounded to float, exactly
 /// as LowPassFilterUnit does: out = {b0, b1, b2, a1, a2}.
 void creference_lowpass_coefficients(double cutoff, double resonance_db, double sample_rate, float out[5]);
