@@ -207,16 +207,10 @@ enum NodeType: String, CaseIterable {
             for (name, info) in table.node.sorted(by: { $0.value.id < $1.value.id }) {
                 let stem = String(name.reversed().drop(while: \.isNumber).reversed())
                 let count = stem == name ? 0 : table.node.keys.filter { $0.hasPrefix(stem) && $0.dropFirst(stem.count).allSatisfy(\.isNumber) }.count
-                if count > 1 {
-                    guard printed.insert(stem).inserted else { continue }
-                    var line = "  parameter \(stem)N, N = 0…\(count - 1): \(ParameterTable.describe(info))"
-                    if let names = type.valueNames[name] { line += "; by name: " + names.joined(separator: " | ") }
-                    lines.append(line)
-                } else {
-                    var line = "  parameter \(name): \(ParameterTable.describe(info))"
-                    if let names = type.valueNames[name] { line += "; by name: " + names.joined(separator: " | ") }
-                    lines.append(line)
-                }
+                if count > 1, !printed.insert(stem).inserted { continue }
+                var line = "  parameter \(count > 1 ? "\(stem)N, N = 0…\(count - 1)" : name): \(ParameterTable.describe(info))"
+                if let names = type.valueNames[name] { line += "; by name: " + names.joined(separator: " | ") }
+                lines.append(line)
             }
             for (name, info) in table.input.sorted(by: { $0.value.id < $1.value.id }) {
                 lines.append("  input parameter \(name) (\"inputParameters\": [{…} per input]): \(ParameterTable.describe(info))")

@@ -113,7 +113,7 @@ do {
     for note in try client.routing.connect(driver) { tool.complain(note) }
 } catch {
     driver.close()
-    tool.fail("\(error)", status: (error as? JACKDriverError).map(ExitStatus.connecting) ?? ExitStatus.failure)
+    tool.fail("\(error)", status: ExitStatus.connecting(error))
 }
 tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
 

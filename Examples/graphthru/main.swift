@@ -61,7 +61,7 @@ do {
     for note in try options.client.routing.connect(driver) { view.notice(note) }
 } catch {
     driver.close()
-    tool.fail("\(error)", status: (error as? JACKDriverError).map(ExitStatus.connecting) ?? ExitStatus.failure)
+    tool.fail("\(error)", status: ExitStatus.connecting(error))
 }
 view.startupReport(lowpass: options.lowpass)
 if options.dump { view.say(monitor.graph.description) }
