@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "speech-recorder", targets: ["speech-recorder"]),
         .executable(name: "graphrecord", targets: ["graphrecord"]),
         .executable(name: "graphbench", targets: ["graphbench"]),
+        .library(name: "AudioGraphPlugins", targets: ["AudioGraphPlugins"]),
     ],
     targets: [
         // libjack from Debian's libjack-jackd2-dev; a shim wraps the variadic jack_client_open.
@@ -151,6 +152,30 @@ let package = Package(
             name: "AudioGraphJACKTests",
             dependencies: ["AudioGraph", "AudioGraphJACK", "AudioGraphTestSupport", "CJack", "CSndFile", "CAllocCounter"],
             path: "Tests/AudioGraphJACKTests"
+        ),
+        // lilv from Debian's liblilv-dev (ISC) and the LV2 headers (lv2-dev): finding and loading LV2 plugins.
+        .systemLibrary(
+            name: "CLilv",
+            path: "Sources/CLilv",
+            pkgConfig: "lilv-0",
+            providers: [.apt(["liblilv-dev", "lv2-dev"])]
+        ),
+        // ladspa.h from Debian's ladspa-sdk (the interface header only) and dlopen: LADSPA plugins.
+        .systemLibrary(
+            name: "CLADSPA",
+            path: "Sources/CLADSPA",
+            providers: [.apt(["ladspa-sdk"])]
+        ),
+        // LV2 and LADSPA plugins as graph units and as components in AudioComponentRegistry.
+        .target(
+            name: "AudioGraphPlugins",
+            dependencies: ["AudioGraph", "CLilv", "CLADSPA"],
+            path: "Sources/AudioGraphPlugins"
+        ),
+        .testTarget(
+            name: "AudioGraphPluginsTests",
+            dependencies: ["AudioGraph", "AudioGraphPlugins", "AudioGraphTestSupport", "CSndFile"],
+            path: "Tests/AudioGraphPluginsTests"
         ),
     ],
     swiftLanguageModes: [.v6]

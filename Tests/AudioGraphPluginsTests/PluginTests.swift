@@ -1,0 +1,1 @@
+// Tests, Plugins: placeholder replaced below.
