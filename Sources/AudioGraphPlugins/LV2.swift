@@ -100,6 +100,20 @@ public enum LV2 {
         throw .unknownURI(uri, nearMatches: nearMatches(uri, in: scan().map(\.identifier)))
     }
 
+    /// Loads one more bundle (a folder with `manifest.ttl`) into the world, e.g. a plugin not
+    /// in `LV2_PATH`; its plugins are found from then on.
+    /// - Throws: ``PluginError/unknownURI(_:nearMatches:)`` naming the path when it has no manifest.
+    /// - Thread: control thread.
+    public static func loadBundle(_ path: String) throws(PluginError) {
+        let folder = path.hasSuffix("/") ? path : path + "/"
+        guard access(folder + "manifest.ttl", R_OK) == 0 else { throw .unknownURI(folder, nearMatches: []) }
+        try withWorld { world in
+            let node = lilv_new_file_uri(world.world, nil, folder)
+            defer { lilv_node_free(node) }
+            lilv_world_load_bundle(world.world, node)
+        }
+    }
+
     static func plugin(_ world: World, _ uri: String) -> OpaquePointer? {
         let node = lilv_new_uri(world.world, uri)
         defer { lilv_node_free(node) }
@@ -148,7 +162,9 @@ public enum LV2 {
                 defer { lilv_node_free(node) }
                 return lilv_node_as_float(node)
             }
-            let d = value(def), lo = value(minimum), hi = value(maximum)
+            // lv2:sampleRate bounds are fractions of the rate: stated at 48 kHz here, as LADSPA's.
+            let scale: Float = has(LV2_CORE__sampleRate) ? 48_000 : 1
+            let d = value(def).map { $0 * scale }, lo = value(minimum).map { $0 * scale }, hi = value(maximum).map { $0 * scale }
             var points: [PluginPort.ScalePoint] = []
             if let list = lilv_port_get_scale_points(plugin, port) {
                 var it = lilv_scale_points_begin(list)
