@@ -95,7 +95,7 @@ let package = Package(
         // Runs a graph described in a JSON file, and applies the file's edits live.
         .executableTarget(
             name: "graphrun",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport", "AudioGraphPlugins"],
             path: "Examples/graphrun"
         ),
         .executableTarget(

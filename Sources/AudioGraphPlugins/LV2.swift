@@ -93,6 +93,8 @@ public enum LV2 {
     /// - Throws: ``PluginError/unknownURI(_:nearMatches:)``.
     /// - Thread: control thread.
     public static func find(uri: String) throws(PluginError) -> PluginInfo {
+        // Not a URI at all (lilv would complain on standard error): no plugin has it.
+        guard uri.contains(":") else { throw .unknownURI(uri, nearMatches: nearMatches(uri, in: scan().map(\.identifier))) }
         let found: PluginInfo? = try withWorld { world in
             plugin(world, uri).map { info(world, $0) }
         }

@@ -244,7 +244,7 @@ final class PluginHost: @unchecked Sendable {
             var value = context.parameter(AudioUnitParameterID(p))
             switch set.controlKinds[p] {
             case 1: value = value > 0 ? 1 : 0
-            case 2: value = RealTime_rint(value)
+            case 2: value = PluginRealTime.rintf(value)
             case 3:
                 let lo = set.pointOffsets[p], hi = set.pointOffsets[p + 1]
                 if hi > lo {
@@ -424,6 +424,11 @@ final class PluginHost: @unchecked Sendable {
     }
 }
 
-/// `rintf` (libm, pure arithmetic): integer ports. A render-path escape listed in RealTimeRules.
-@_noLocks @inline(__always)
-func RealTime_rint(_ x: Float) -> Float { _unsafePerformance { rintf(x) } }
+/// The plugin module's render-path escapes from the `@_noLocks` checks, besides
+/// ``PluginRenderSet``'s `connect` and `run` (the plugin's own `connect_port` and `run`), as
+/// the RealTimeRules article lists them. Thread: the render thread.
+enum PluginRealTime {
+    /// `rintf` from libm (pure arithmetic): values of integer ports.
+    @_noLocks @inline(__always)
+    static func rintf(_ x: Float) -> Float { _unsafePerformance { Glibc.rintf(x) } }
+}
