@@ -65,10 +65,8 @@ public final class PluginUnit: RenderCallbackUnit, @unchecked Sendable {
         self.host = host
         let parameters = host.parameterInfos
         // Valid by construction (finite, ordered, IDs 0…n−1), so the base initializer does not throw.
-        try! super.init(inputs: ins == 0 ? 0 : 1, parameters: parameters) { context in host.render(context) }
-        let format = try! StreamFormat.float32(sampleRate: 48_000, channels: UInt32(channelCount))
-        try! setStreamFormat(format, scope: .output, element: 0)
-        if ins > 0 { try! setStreamFormat(format, scope: .input, element: 0) }
+        // The format follows the graph's rate (instances are made for it when the plan is built).
+        try! super.init(inputs: ins == 0 ? 0 : 1, channels: channelCount, parameters: parameters) { context in host.render(context) }
         if let frames = host.latencyFrames { try? setLatency(min(10, Double(frames) / 48_000)) }
     }
 

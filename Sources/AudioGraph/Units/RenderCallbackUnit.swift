@@ -87,8 +87,21 @@ open class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
     /// - Throws: ``AudioUnitError/invalidPropertyValue`` for an input count out of bounds;
     ///   ``AudioUnitError/invalidParameter`` for parameters that are not global, not numbered
     ///   0…count−1 in order, or whose range or default is not finite and ordered.
-    public init(inputs: Int = 1, parameters: [AudioUnitParameterInfo] = [], process: @escaping Process) throws(AudioUnitError) {
-        guard (0...64).contains(inputs) else { throw .invalidPropertyValue }
+    public convenience init(inputs: Int = 1, parameters: [AudioUnitParameterInfo] = [], process: @escaping Process) throws(AudioUnitError) {
+        try self.init(inputs: inputs, channels: 2, parameters: parameters, process: process)
+    }
+
+    /// Creates a unit whose formats start with `channels` channels (at 48 kHz, following the
+    /// graph's rate until set), e.g. a hosted mono plugin's one channel.
+    /// - Parameters:
+    ///   - inputs: input elements, 0…64.
+    ///   - channels: the output's (and each input's) channel count, 1…64.
+    ///   - parameters: as for ``init(inputs:parameters:process:)``.
+    ///   - process: the processing, called on the render thread.
+    /// - Throws: as ``init(inputs:parameters:process:)``; ``AudioUnitError/invalidPropertyValue``
+    ///   for a channel count out of bounds.
+    public init(inputs: Int, channels: Int, parameters: [AudioUnitParameterInfo] = [], process: @escaping Process) throws(AudioUnitError) {
+        guard (0...64).contains(inputs), (1...64).contains(channels) else { throw .invalidPropertyValue }
         for (index, info) in parameters.enumerated() {
             guard info.id == AudioUnitParameterID(index), info.scope == .global,
                   info.minValue.isFinite, info.maxValue.isFinite, info.defaultValue.isFinite,
@@ -96,8 +109,8 @@ open class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
             else { throw .invalidParameter }
         }
         self.process = process
-        let stereo = try! StreamFormat.float32(sampleRate: 48_000, channels: 2)
-        super.init(type: .renderCallback, inputFormats: Array(repeating: stereo, count: inputs), outputFormats: [stereo],
+        let format = try! StreamFormat.float32(sampleRate: 48_000, channels: UInt32(channels))
+        super.init(type: .renderCallback, inputFormats: Array(repeating: format, count: inputs), outputFormats: [format],
                    parameterDefinitions: parameters)
     }
 
