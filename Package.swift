@@ -83,7 +83,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "graphthru",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport", "AudioGraphPlugins"],
             path: "Examples/graphthru"
         ),
         // Records JACK input to a file: the example of the TapsMetersRecording article (AudioGraph.docc).
