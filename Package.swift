@@ -127,7 +127,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "graphbench",
-            dependencies: ["AudioGraph", "CReference"],
+            dependencies: ["AudioGraph", "CReference", "AudioGraphPlugins"],
             path: "Benchmarks/graphbench"
         ),
         // The one test-support target both test targets share: offline graphs and signals, converters

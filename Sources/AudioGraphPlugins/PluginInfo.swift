@@ -101,7 +101,7 @@ public struct PluginInfo: Sendable, CustomStringConvertible {
     /// The control output ports, in index order: the unit's read-only parameters, IDs after the inputs'.
     public var controlOutputs: [PluginPort] { ports.filter { $0.kind == .control && !$0.isInput } }
 
-    /// The component codes (see <doc:Plugins> in Docs/Plugins.md): type `aufx` (effect) when the
+    /// The component codes (Docs/Plugins.md, "Component codes"): type `aufx` (effect) when the
     /// plugin has audio inputs, `augn` (generator) when it has none; manufacturer `LV2 ` or
     /// `LDSP`; subtype LADSPA's unique ID as a 32-bit number, or for LV2 the 32-bit FNV-1a hash
     /// of the URI's UTF-8 bytes. Stable across runs and machines.

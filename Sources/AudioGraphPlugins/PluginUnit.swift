@@ -158,7 +158,7 @@ struct PluginRenderSet {
     var capacity: Int
 
     @_noLocks @inline(__always)
-    func connect(_ instance: Int, _ port: UInt32, _ data: UnsafeMutablePointer<Float>) {
+    func connect(_ instance: Int, _ port: UInt32, _ data: UnsafeMutablePointer<Float>?) {
         if let c = ladspaConnect { _unsafePerformance { c(handles[instance], UInt(port), data) } }
         else if let c = lv2Connect { _unsafePerformance { c(handles[instance], port, UnsafeMutableRawPointer(data)) } }
     }
@@ -380,8 +380,10 @@ final class PluginHost: @unchecked Sendable {
                     cell.pointee = host.parameterInfos[id].defaultValue
                     s.connect(i, port.index, cell)
                 }
+                // Audio to silence; an optional port of another kind (atom, CV) to nothing, as
+                // lv2:connectionOptional allows.
                 for port in info.ports where port.kind != .control {
-                    s.connect(i, port.index, port.kind == .audio ? zeros : cells + i * portCount + Int(port.index))
+                    s.connect(i, port.index, port.kind == .audio ? zeros : nil)
                 }
                 if let d = host.ladspaDescriptor { d.pointee.activate?(handles[i]) }
             }
