@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "speech-recorder", targets: ["speech-recorder"]),
         .executable(name: "graphrecord", targets: ["graphrecord"]),
         .executable(name: "graphbench", targets: ["graphbench"]),
+        .library(name: "AudioGraphPlugins", targets: ["AudioGraphPlugins"]),
     ],
     targets: [
         // libjack from Debian's libjack-jackd2-dev; a shim wraps the variadic jack_client_open.
@@ -82,7 +83,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "graphthru",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport", "AudioGraphPlugins"],
             path: "Examples/graphthru"
         ),
         // Records JACK input to a file: the example of the TapsMetersRecording article (AudioGraph.docc).
@@ -94,7 +95,7 @@ let package = Package(
         // Runs a graph described in a JSON file, and applies the file's edits live.
         .executableTarget(
             name: "graphrun",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport", "AudioGraphPlugins"],
             path: "Examples/graphrun"
         ),
         .executableTarget(
@@ -126,7 +127,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "graphbench",
-            dependencies: ["AudioGraph", "CReference"],
+            dependencies: ["AudioGraph", "CReference", "AudioGraphPlugins"],
             path: "Benchmarks/graphbench"
         ),
         // The one test-support target both test targets share: offline graphs and signals, converters
@@ -149,8 +150,32 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioGraphJACKTests",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "AudioGraphTestSupport", "CJack", "CSndFile", "CAllocCounter"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "AudioGraphTestSupport", "CJack", "CSndFile", "CAllocCounter", "AudioGraphPlugins"],
             path: "Tests/AudioGraphJACKTests"
+        ),
+        // lilv from Debian's liblilv-dev (ISC) and the LV2 headers (lv2-dev): finding and loading LV2 plugins.
+        .systemLibrary(
+            name: "CLilv",
+            path: "Sources/CLilv",
+            pkgConfig: "lilv-0",
+            providers: [.apt(["liblilv-dev", "lv2-dev"])]
+        ),
+        // ladspa.h from Debian's ladspa-sdk (the interface header only) and dlopen: LADSPA plugins.
+        .systemLibrary(
+            name: "CLADSPA",
+            path: "Sources/CLADSPA",
+            providers: [.apt(["ladspa-sdk"])]
+        ),
+        // LV2 and LADSPA plugins as graph units and as components in AudioComponentRegistry.
+        .target(
+            name: "AudioGraphPlugins",
+            dependencies: ["AudioGraph", "CLilv", "CLADSPA"],
+            path: "Sources/AudioGraphPlugins"
+        ),
+        .testTarget(
+            name: "AudioGraphPluginsTests",
+            dependencies: ["AudioGraph", "AudioGraphPlugins", "AudioGraphTestSupport", "CSndFile"],
+            path: "Tests/AudioGraphPluginsTests"
         ),
     ],
     swiftLanguageModes: [.v6]

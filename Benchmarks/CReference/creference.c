@@ -510,3 +510,59 @@ void creference_sample_delay(const float *const *in, float *const *out, int chan
     }
     *write = (*write + frames) & mask;
 }
+
+// A LADSPA plugin called directly (the plugin-hosting benchmark's reference).
+#include <dlfcn.h>
+#include <ladspa.h>
+
+struct creference_ladspa {
+    const LADSPA_Descriptor *descriptor;
+    LADSPA_Handle handles[64];
+    int channels;
+    unsigned long audio_in, audio_out;
+    LADSPA_Data controls[64];
+};
+
+creference_ladspa *creference_ladspa_new(const char *path, const char *label, unsigned long rate, int channels, float control) {
+    void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!library || channels < 1 || channels > 64) return NULL;
+    LADSPA_Descriptor_Function function = (LADSPA_Descriptor_Function)dlsym(library, "ladspa_descriptor");
+    if (!function) return NULL;
+    const LADSPA_Descriptor *d = NULL;
+    for (unsigned long i = 0; (d = function(i)) != NULL; i++) if (strcmp(d->Label, label) == 0) break;
+    if (!d || d->PortCount > 64) return NULL;
+    creference_ladspa *p = calloc(1, sizeof *p);
+    p->descriptor = d;
+    p->channels = channels;
+    for (unsigned long port = 0; port < d->PortCount; port++) {
+        LADSPA_PortDescriptor kind = d->PortDescriptors[port];
+        if (LADSPA_IS_PORT_AUDIO(kind) && LADSPA_IS_PORT_INPUT(kind)) p->audio_in = port;
+        if (LADSPA_IS_PORT_AUDIO(kind) && LADSPA_IS_PORT_OUTPUT(kind)) p->audio_out = port;
+        p->controls[port] = control;
+    }
+    for (int c = 0; c < channels; c++) {
+        p->handles[c] = d->instantiate(d, rate);
+        for (unsigned long port = 0; port < d->PortCount; port++)
+            if (LADSPA_IS_PORT_CONTROL(d->PortDescriptors[port])) d->connect_port(p->handles[c], port, &p->controls[port]);
+        if (d->activate) d->activate(p->handles[c]);
+    }
+    return p;
+}
+
+void creference_ladspa_process(creference_ladspa *p, const float *const *in, float *const *out, int frames) {
+    const LADSPA_Descriptor *d = p->descriptor;
+    for (int c = 0; c < p->channels; c++) {
+        d->connect_port(p->handles[c], p->audio_in, (LADSPA_Data *)in[c]);
+        d->connect_port(p->handles[c], p->audio_out, out[c]);
+        d->run(p->handles[c], (unsigned long)frames);
+    }
+}
+
+void creference_ladspa_free(creference_ladspa *p) {
+    if (!p) return;
+    for (int c = 0; c < p->channels; c++) {
+        if (p->descriptor->deactivate) p->descriptor->deactivate(p->handles[c]);
+        p->descriptor->cleanup(p->handles[c]);
+    }
+    free(p);
+}

@@ -1,5 +1,6 @@
 // graphbench: per-kernel figures — each catalogue unit alone (IO → unit → IO) against a plain C loop of the same arithmetic, timed in the same run.
 import AudioGraph
+import AudioGraphPlugins
 import CReference
 #if canImport(Glibc)
 import Glibc
@@ -37,7 +38,7 @@ extension KernelBench {
     }
 
     /// Every catalogue kernel measured (each unit family adds its list here).
-    static var all: [KernelBench] { filters + convolution + dynamics + generators }
+    static var all: [KernelBench] { filters + convolution + dynamics + generators + plugins }
 }
 
 // MARK: - Convolution
@@ -220,6 +221,32 @@ func runKernelBenches(frames: Int, input: Buffers, callgrind: Bool) throws {
             let verdict = bench.bitIdentical ? (same ? "identical" : "DIFFER") : "not compared"
             let label = bench.name.count >= 34 ? String(bench.name.prefix(34)) : bench.name + String(repeating: " ", count: 34 - bench.name.count)
             print("  \(label)  \(pad(String(slice), 5))   \(pad(fixed(e, 2), 15))   \(pad(fixed(r, 2), 10))   \(pad(fixed(e / r, 2), 5))   \(verdict)")
+        }
+    }
+}
+
+// MARK: - Plugin hosting
+
+extension KernelBench {
+    /// Plugin hosting overhead: ladspa-sdk's amp_mono (gain 0.5) and lpf (1 kHz) as PluginUnits
+    /// (one instance per channel) against the same library's `run` called directly in a C loop
+    /// (creference.c: connect_port and run per channel per slice). The engine side includes the
+    /// graph's own per-slice cost (IO → unit → IO), as every kernel figure does.
+    static var plugins: [KernelBench] {
+        [("amp_mono", "amp.so", Float(0.5)), ("lpf", "filter.so", 1000)].map { label, library, control in
+            KernelBench(
+                name: "plugin: LADSPA \(label) hosted",
+                makeGraph: {
+                    let unit = try PluginUnit(ladspa: label, library: library)
+                    for info in unit.parameterList(scope: .global) where !info.isReadOnly { try unit.setParameter(info.id, control, scope: .global) }
+                    return try graph(with: unit)
+                },
+                reference: { input, output, slice, total in
+                    guard let plugin = creference_ladspa_new("/usr/lib/ladspa/" + library, label, 48_000, Int32(input.channels), control) else { return .nan }
+                    defer { creference_ladspa_free(plugin) }
+                    return cycled(input, output, slice: slice, total: total) { i, o, n in creference_ladspa_process(plugin, i, o, n) }
+                },
+                bitIdentical: true)
         }
     }
 }

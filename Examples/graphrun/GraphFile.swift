@@ -3,6 +3,7 @@
 // Nodes with a type and parameters, an output format where a unit has one, connections; read
 // with Foundation's JSONSerialization. Errors name the line and the field.
 import AudioGraph
+import AudioGraphPlugins
 import Foundation
 
 /// The parameters a graph file can set on a unit, as the unit itself describes them
@@ -24,7 +25,9 @@ struct ParameterTable {
     /// The parameters of `unit` as it is now.
     init(of unit: AudioUnit, sampleRate: Double? = nil, rateNote: String? = nil) {
         func byName(_ list: [AudioUnitParameterInfo]) -> [String: AudioUnitParameterInfo] {
-            Dictionary(list.map { (ParameterTable.fileName(of: $0), $0) }, uniquingKeysWith: { first, _ in first })
+            // A plugin's parameters go by port symbol ("gain", "cutoff").
+            Dictionary(list.map { ((unit as? PluginUnit)?.port(forParameter: $0.id)?.symbol ?? ParameterTable.fileName(of: $0), $0) },
+                       uniquingKeysWith: { first, _ in first })
         }
         // Read-only parameters (a dynamics processor's meters) are not the file's to set.
         node = byName((unit.parameterList(scope: .global) + unit.parameterList(scope: .output)).filter { !$0.isReadOnly })
@@ -292,9 +295,13 @@ struct GraphFileReader {
             case .choice(let names, _):
                 guard let text = value as? String, names.contains(text) else { throw error(at, "must be one of: \(names.joined(separator: ", "))") }
                 shape[field.name] = .text(text)
+            case .text:
+                guard let text = value as? String, !text.isEmpty else { throw error(at, "must be a non-empty string") }
+                shape[field.name] = .text(text)
             }
         }
         for field in type.fields { if case .file = field.kind, shape[field.name] == nil { throw error(path + [.key(field.name)], "a \(type.rawValue) needs \"\(field.name)\"") } }
+        for field in type.fields { if case .text(true) = field.kind, shape[field.name] == nil { throw error(path + [.key(field.name)], "a \(type.rawValue) needs \"\(field.name)\"") } }
         let unit: AudioUnit
         do { unit = try type.makeUnit(shape, fileChannels: channels, sampleRate: sampleRate ?? 48_000) } catch let refusal {
             if let field = refusal.field { throw error(path + [.key(field)], refusal.message) }

@@ -1,5 +1,6 @@
 // graphrun: the unit types a graph file can name — each type's shape fields (fixed when the unit is made), element counts and factory; `graphrun --list` prints them.
 import AudioGraph
+import AudioGraphPlugins
 
 /// A value of a shape field, as read from the file.
 enum ShapeValue: Equatable, CustomStringConvertible {
@@ -33,6 +34,8 @@ struct ShapeField {
         case file
         /// One of some names, with a default.
         case choice([String], default: String)
+        /// A string (a plugin URI, label or library), required or not.
+        case text(required: Bool)
     }
     let name: String
     let kind: Kind
@@ -51,6 +54,7 @@ enum NodeType: String, CaseIterable {
     case lowpass, mutegate, mixer, splitter, channelsplitter, merger, convolver
     case dynamics, limiter, oscillator, noise, constant
     case highpass, bandpass, notch, allpass, lowshelf, highshelf, parametriceq, nbandeq, delay, sampledelay
+    case lv2, ladspa
 
     /// One line for `--list`: what it is and which Apple / Web Audio unit it mirrors.
     var summary: String {
@@ -77,6 +81,8 @@ enum NodeType: String, CaseIterable {
         case .nbandeq: return "up to 16 bands, each bypassed until \"bypassBandN\": false (kAudioUnitSubType_NBandEQ); filterTypeN by name"
         case .delay: return "delay up to 2 s with feedback through a low-pass, wet/dry mix (kAudioUnitSubType_Delay)"
         case .sampledelay: return "delay by whole frames, dry only (kAudioUnitSubType_SampleDelay)"
+        case .lv2: return "an installed LV2 plugin (graphrun --list TEXT finds them, --info URI shows its parameters by port symbol)"
+        case .ladspa: return "a LADSPA plugin from LADSPA_PATH (graphrun --list TEXT finds them, --info LABEL shows its parameters by port symbol)"
         }
     }
 
@@ -103,6 +109,14 @@ enum NodeType: String, CaseIterable {
         case .convolver:
             return [ShapeField(name: "impulseResponse", kind: .file,
                                help: "the impulse response: any file libsndfile reads, ≤ 10 s, resampled to the server's rate; relative to the graph file's folder")]
+        case .lv2:
+            return [ShapeField(name: "uri", kind: .text(required: true), help: "the plugin's URI, e.g. http://plugin.org.uk/swh-plugins/amp"),
+                    ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: a multiple of the plugin's audio outputs (a mono plugin runs once per channel)")]
+        case .ladspa:
+            return [ShapeField(name: "label", kind: .text(required: false), help: "the plugin's label, e.g. amp_mono (this or \"id\")"),
+                    ShapeField(name: "uniqueID", kind: .count(1...Int(Int32.max), default: 0), help: "the plugin's unique ID, e.g. 1048 (this or \"label\"; \"id\" is the node's name)"),
+                    ShapeField(name: "library", kind: .text(required: false), help: "the library, a path or a file name in LADSPA_PATH, e.g. amp.so (default: every library)"),
+                    ShapeField(name: "format", kind: .format, help: "{\"channels\": N}: a multiple of the plugin's audio outputs (a mono plugin runs once per channel)")]
         }
     }
 
@@ -112,7 +126,34 @@ enum NodeType: String, CaseIterable {
         case .mixer: return shape.int("inputs") ?? 1
         case .merger: return shape.ints("inputChannels")?.count ?? 2
         case .oscillator, .noise, .constant: return 0
+        case .lv2, .ladspa: return ((try? pluginInfo(shape))?.audioInputs.isEmpty ?? false) ? 0 : 1
         default: return 1
+        }
+    }
+
+    /// The plugin a `lv2` or `ladspa` node names.
+    /// - Throws: ``NodeTypeError`` naming the field at fault and the near matches.
+    func pluginInfo(_ shape: Shape) throws(NodeTypeError) -> PluginInfo {
+        do {
+            switch self {
+            case .lv2:
+                return try LV2.find(uri: shape.text("uri") ?? "")
+            default:
+                let label = shape.text("label") ?? shape.int("uniqueID").map(String.init)
+                guard let label else { throw NodeTypeError(field: "label", message: "a ladspa node needs \"label\" or \"uniqueID\"") }
+                return try LADSPA.find(label: label, library: shape.text("library"))
+            }
+        } catch let error as PluginError {
+            switch error {
+            case .unknownURI: throw NodeTypeError(field: "uri", message: "\(error)")
+            case .unknownLabel: throw NodeTypeError(field: shape.text("label") == nil ? "uniqueID" : "label", message: "\(error)")
+            case .notALADSPALibrary: throw NodeTypeError(field: "library", message: "\(error)")
+            default: throw NodeTypeError(field: nil, message: "\(error)")
+            }
+        } catch let error as NodeTypeError {
+            throw error
+        } catch {
+            throw NodeTypeError(field: nil, message: "\(error)")
         }
     }
 
@@ -169,6 +210,18 @@ enum NodeType: String, CaseIterable {
         case .nbandeq: unit = NBandEQUnit(bands: shape.int("bands") ?? NBandEQUnit.maximumNumberOfBands)
         case .delay: unit = DelayUnit()
         case .sampledelay: unit = SampleDelayUnit()
+        case .lv2, .ladspa:
+            let info = try pluginInfo(shape)
+            let outs = max(1, info.audioOutputs.count)
+            let count = shape.int("format") == nil && channels % outs != 0 ? outs : channels
+            do {
+                let plugin = try PluginUnit(info, channels: count)
+                try plugin.setStreamFormat(try .float32(sampleRate: sampleRate, channels: UInt32(count)), scope: .output, element: 0)
+                return plugin
+            } catch let error as PluginError {
+                if case .channelCount = error { throw NodeTypeError(field: "format", message: "\(error)") }
+                throw NodeTypeError(field: nil, message: "\(error)")
+            }
         }
         // Output formats at the server's rate (a mixer's with the file's channels); the others follow their input.
         let outputChannels = [.mixer, .convolver, .oscillator, .noise, .constant].contains(self)
@@ -194,9 +247,10 @@ enum NodeType: String, CaseIterable {
 
     /// `graphrun --list`: every type, its shape fields and its parameters (name, unit, range,
     /// default at 48 kHz), as a file names them.
-    static func listing() -> String {
+    static func listing(matching text: String? = nil) -> String {
         var lines = ["node types (\"type\" in a graph file); parameters as \"parameters\": {name: value}, ranges at 48000 Hz:"]
-        for type in allCases {
+        let needle = text?.lowercased()
+        for type in allCases where needle == nil || type.rawValue.contains(needle!) || type.summary.lowercased().contains(needle!) {
             lines.append("")
             lines.append("\(type.rawValue): \(type.summary)")
             for field in type.fields { lines.append("  \"\(field.name)\": \(field.help) \(field.defaultDescription)") }
@@ -216,6 +270,47 @@ enum NodeType: String, CaseIterable {
                 lines.append("  input parameter \(name) (\"inputParameters\": [{…} per input]): \(ParameterTable.describe(info))")
             }
         }
+        lines.append("")
+        lines.append("plugins (\"type\": \"lv2\" with \"uri\", or \"ladspa\" with \"label\" and \"library\"; graphrun --info NAME for parameters):")
+        for info in LV2.scan() + LADSPA.scan() {
+            let line = info.standard == .lv2
+                ? "lv2 \(info.identifier) \"\(info.name)\" {\"type\": \"lv2\", \"uri\": \"\(info.identifier)\"}"
+                : "ladspa \(info.label) (\(info.uniqueID)) \"\(info.name)\" {\"type\": \"ladspa\", \"label\": \"\(info.label)\", \"library\": \"\(info.library)\"}"
+            if let needle, !line.lowercased().contains(needle) { continue }
+            lines.append("  " + line)
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `graphrun --info NAME`: a plugin's ports and parameters (file names = port symbols), for
+    /// an LV2 URI, a LADSPA label or unique ID; nil when nothing has that name.
+    static func pluginDescription(_ name: String) -> String? {
+        let info: PluginInfo
+        if let found = try? LV2.find(uri: name) {
+            info = found
+        } else if let found = LADSPA.scan().first(where: { $0.label == name || String($0.uniqueID) == name }) {
+            info = found
+        } else {
+            return nil
+        }
+        var lines = ["\(info.standard.rawValue) \(info.standard == .lv2 ? info.identifier : info.label): \"\(info.name)\" by \(info.maker.isEmpty ? "?" : info.maker)",
+                     "  library: \(info.library)",
+                     "  component: \(info.componentDescription) (subtype 0x\(String(info.componentDescription.componentSubType, radix: 16)))",
+                     "  audio: \(info.audioInputs.count) in, \(info.audioOutputs.count) out"]
+        if !info.requiredFeatures.isEmpty { lines.append("  requires: \(info.requiredFeatures.joined(separator: ", "))") }
+        if let unit = try? PluginUnit(info) {
+            for p in unit.parameterList(scope: .global) {
+                guard let port = unit.port(forParameter: p.id) else { continue }
+                var line = "  \(p.isReadOnly ? "output" : "parameter") \(port.symbol) (id \(p.id), \"\(port.name)\"): \(ParameterTable.describe(p))"
+                if port.isToggle { line += ", toggle" }
+                if port.isInteger { line += ", integer" }
+                if port.reportsLatency { line += ", latency in frames" }
+                if !port.scalePoints.isEmpty { line += "; values: " + port.scalePoints.map { "\($0.value) = \($0.label)" }.joined(separator: ", ") }
+                lines.append(line)
+            }
+        } else {
+            lines.append("  (cannot be hosted here)")
+        }
         return lines.joined(separator: "\n")
     }
 }
@@ -229,6 +324,7 @@ extension ShapeField {
         case .counts(let d): return "(default \(ShapeValue.ints(d)))"
         case .file: return "(required)"
         case .choice(let names, let d): return "(\(names.joined(separator: " | ")), default \(d))"
+        case .text(let required): return required ? "(required)" : "(optional)"
         }
     }
 }

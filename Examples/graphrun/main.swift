@@ -25,7 +25,9 @@ options:
                       Bounds that follow the sample rate (a low-pass cutoff's top, half the
                       rate) are checked at --rate's, else at 48000 Hz; the answer says which
   --rate HZ           with --check: the server's sample rate to check at, 1000…768000
-  --list              list the node types, their shape fields and their parameters, and exit
+  --list [TEXT]       list the node types, their shape fields and their parameters, and the
+                      installed LV2 and LADSPA plugins (only lines containing TEXT), and exit
+  --info NAME         a plugin's ports and parameters (NAME: an LV2 URI, a LADSPA label or ID)
   --help              show this help
 
 control (standard input, one per line): reload | dump | quit      (end of input keeps running)
@@ -60,7 +62,14 @@ while let argument = arguments.next() {
     switch argument {
     case "--help", "-h": tool.help(usage)
     case "--list":
-        tool.say(NodeType.listing())
+        tool.say(NodeType.listing(matching: arguments.optionalValue()))
+        exit(ExitStatus.success)
+    case "--info":
+        let name = arguments.value(for: argument)
+        guard let text = NodeType.pluginDescription(name) else {
+            tool.fail("no LV2 plugin with the URI, nor LADSPA plugin with the label or ID, '\(name)' (graphrun --list TEXT finds them)", status: ExitStatus.usage)
+        }
+        tool.say(text)
         exit(ExitStatus.success)
     case "--check": checkOnly = true
     case "--rate": checkRate = arguments.integer(for: argument, in: 1000...Int(StreamFormat.maximumSampleRate))

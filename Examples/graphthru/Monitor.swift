@@ -1,6 +1,7 @@
 // graphthru: the monitor — the graph and its live edits (mute, volume, low-pass insert/remove), its meters and its recording.
 import AudioGraph
 import AudioGraphJACK
+import AudioGraphPlugins
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,9 +17,9 @@ struct MeterReading { var average: Float; var peak: Float }
 
 /// The monitoring chain and every change made to it while it runs:
 ///
-///     IO element 1 → [low-pass] → mute gate → mixer input 0 → IO element 0
+///     IO element 1 → [--insert plugins…] → [low-pass] → mute gate → mixer input 0 → IO element 0
 ///
-/// The low-pass is a node inserted and removed live through `update()`; mute and volume are
+/// The plugins (LV2 or LADSPA, `--insert`) stay for the run. The low-pass is a node inserted and removed live through `update()`; mute and volume are
 /// parameters. Thread: the main thread (the control thread); JACK's thread renders the graph.
 @MainActor
 final class Monitor {
@@ -28,6 +29,10 @@ final class Monitor {
     let mixer = MultichannelMixerUnit(inputs: 1)
     let filter = LowPassFilterUnit()
     let ioNode: AUNode, gateNode: AUNode, mixerNode: AUNode
+    /// The `--insert` plugins, in chain order.
+    let plugins: [PluginUnit]
+    /// What feeds the low-pass or, without it, the gate: the last plugin, else the IO input.
+    let source: (node: AUNode, element: AudioUnitElement)
     /// The low-pass node while it is in the chain.
     private(set) var filterNode: AUNode?
     /// The low-pass cutoff in Hz, kept while the filter is out.
@@ -46,8 +51,9 @@ final class Monitor {
     private var driver: JACKDriver?
 
     /// Builds the chain, uninitialized (the driver initializes it), with the filter in it when
-    /// `options` start with a low-pass.
-    init(_ options: Options) throws(AudioUnitError) {
+    /// `options` start with a low-pass, and the `--insert` plugins first.
+    /// - Throws: ``AudioUnitError`` from the graph, ``PluginError`` for a plugin that cannot be made.
+    init(_ options: Options) throws {
         channels = options.client.channels
         cutoff = options.lowpass ?? 1000
         ioNode = try graph.addNode(io)
@@ -55,13 +61,24 @@ final class Monitor {
         mixerNode = try graph.addNode(mixer)
         try io.setInputEnabled(true)
         gate.isMuted = options.muted
+        var tail = (node: ioNode, element: IOUnit.inputElement)
+        var made: [PluginUnit] = []
+        for info in options.inserts {
+            let plugin = try PluginUnit(info, channels: options.client.channels)
+            let node = try graph.addNode(plugin)
+            try graph.connectNodeInput(tail.node, sourceOutputElement: tail.element, node, destinationInputElement: 0)
+            tail = (node, 0)
+            made.append(plugin)
+        }
+        plugins = made
+        source = tail
         if options.lowpass != nil {
             let node = try graph.addNode(filter)
-            try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, node, destinationInputElement: 0)
+            try graph.connectNodeInput(source.node, sourceOutputElement: source.element, node, destinationInputElement: 0)
             try graph.connectNodeInput(node, sourceOutputElement: 0, gateNode, destinationInputElement: 0)
             filterNode = node
         } else {
-            try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, gateNode, destinationInputElement: 0)
+            try graph.connectNodeInput(source.node, sourceOutputElement: source.element, gateNode, destinationInputElement: 0)
         }
         try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
         try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: IOUnit.outputElement)
@@ -127,7 +144,7 @@ final class Monitor {
         try mixer.setParameter(MultichannelMixerUnit.Parameter.volume, gain, scope: .output, element: 0)
     }
 
-    /// Inserts or removes the low-pass between the IO input and the gate: a live edit through
+    /// Inserts or removes the low-pass between the IO input (or the last plugin) and the gate: a live edit through
     /// `update()`. Unless muted, the gate ramps down first and up again afterwards, so the switch
     /// (filter memory appearing or vanishing) is not heard as a click.
     /// - Throws: the graph's refusal; the chain is then as it was without the filter.
@@ -145,7 +162,7 @@ final class Monitor {
             let node = try graph.addNode(filter)
             do {
                 try graph.disconnectNodeInput(gateNode, inputElement: 0)
-                try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, node, destinationInputElement: 0)
+                try graph.connectNodeInput(source.node, sourceOutputElement: source.element, node, destinationInputElement: 0)
                 try graph.connectNodeInput(node, sourceOutputElement: 0, gateNode, destinationInputElement: 0)
                 try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, cutoff, scope: .global)
                 try graph.update()
@@ -155,14 +172,14 @@ final class Monitor {
                 // connections), feed the gate from the input again.
                 try? graph.removeNode(node)
                 if !graph.connections.contains(where: { $0.destinationNode == gateNode }) {
-                    try? graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, gateNode, destinationInputElement: 0)
+                    try? graph.connectNodeInput(source.node, sourceOutputElement: source.element, gateNode, destinationInputElement: 0)
                 }
                 try? graph.update()
                 throw error
             }
         } else if let node = filterNode {
             try graph.removeNode(node)
-            try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, gateNode, destinationInputElement: 0)
+            try graph.connectNodeInput(source.node, sourceOutputElement: source.element, gateNode, destinationInputElement: 0)
             try graph.update()
             filterNode = nil
         }

@@ -1,5 +1,6 @@
 // graphthru: the options — the help text, the command line parsed and checked, and the JACK server (a child jackd) it may ask for.
 import AudioGraph
+import AudioGraphPlugins
 import AudioGraphJACK
 import ToolSupport
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ let usage = """
 usage: graphthru [options]
 
 Monitors JACK input through an AudioGraph to JACK output, with a click-free mute.
-  IO in → [low-pass] → mute gate → mixer → IO out
+  IO in → [plugins] → [low-pass] → mute gate → mixer → IO out
 
 options:
   --name NAME         JACK client name (default: graphthru)
@@ -28,6 +29,10 @@ options:
   --muted             start muted
   --lowpass HZ        start with a low-pass filter at HZ (10…sampleRate/2; `l` toggles it;
                       without this option `l` inserts one at 1000 Hz)
+  --insert PLUGIN     put an LV2 plugin (its URI) or a LADSPA plugin (its label or unique ID,
+                      from LADSPA_PATH) into the chain before the gate, at its defaults
+                      (repeatable, in order; graphrun --list TEXT finds plugins); a plugin
+                      that is unknown or cannot take --channels is refused (status 2)
   --quiet             print nothing on stdout except answers to `status`, `dump` and `help`
   --dump              print the graph (nodes, formats, connections, conversions, state) once
                       it runs, like CAShow; the `dump` command prints it again
@@ -72,6 +77,8 @@ struct Options {
     var record: String?
     var recordFormat: RecordingSettings.SampleFormat?
     var dump = false
+    /// --insert: the plugins to put before the gate, in order.
+    var inserts: [PluginInfo] = []
 
     /// The options of this process's command line; exits 0 for --help, 2 for anything wrong
     /// (a --record file that cannot be created included).
@@ -93,6 +100,13 @@ struct Options {
                 o.lowpass = hz
             case "--record": o.record = arguments.value(for: arg)
             case "--record-format": o.recordFormat = arguments.sampleFormat(for: arg)
+            case "--insert":
+                let name = arguments.value(for: arg)
+                do throws(PluginError) {
+                    o.inserts.append(name.contains(":") ? try LV2.find(uri: name) : try LADSPA.find(label: name))
+                } catch {
+                    tool.fail("--insert: \(error)", status: ExitStatus.usage)
+                }
             default: arguments.unknown(arg)
             }
         }
@@ -100,6 +114,12 @@ struct Options {
         let channels = o.client.channels == 1 ? "1 channel" : "\(o.client.channels) channels"
         for (flag, given) in [("--input", o.client.routing.inputs), ("--output", o.client.routing.outputs)] where given.count > o.client.channels {
             tool.fail("\(given.count) \(flag) ports but only \(channels) (raise --channels)", status: ExitStatus.usage)
+        }
+        for plugin in o.inserts {
+            let outputs = plugin.audioOutputs.count
+            guard outputs > 0, plugin.audioInputs.count <= outputs, o.client.channels % outputs == 0 else {
+                tool.fail("--insert: \(plugin.description) has \(plugin.audioInputs.count) audio inputs and \(outputs) outputs: it cannot process \(channels) (--channels must be a multiple of its outputs)", status: ExitStatus.usage)
+            }
         }
         if let path = o.record {
             var info = stat()

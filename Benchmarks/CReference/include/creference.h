@@ -105,4 +105,13 @@ void creference_feedback_delay(const float *const *in, float *const *out, int ch
 void creference_sample_delay(const float *const *in, float *const *out, int channels, int frames,
                              float *lines, int mask, int *write, int delay);
 
+/// A LADSPA plugin called directly: `channels` instances of the mono plugin `label` from the
+/// library `path` at `rate` Hz, every control input at `control` (ladspa.h, dlopen); NULL when
+/// it cannot be loaded or made. The hosting benchmark's reference.
+typedef struct creference_ladspa creference_ladspa;
+creference_ladspa *creference_ladspa_new(const char *path, const char *label, unsigned long rate, int channels, float control);
+/// One slice: per channel, connect_port for the input and output, then run.
+void creference_ladspa_process(creference_ladspa *plugin, const float *const *in, float *const *out, int frames);
+void creference_ladspa_free(creference_ladspa *plugin);
+
 #endif

@@ -65,8 +65,10 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
 ///
 /// Thread: properties from a control thread (one at a time); parameters from any thread
 /// (lock-free, picked up by the render thread at the next slice).
+/// Subclassing: `open` only so ``RenderCallbackUnit`` can be (its initializers are the only
+/// ones other modules can reach; hosted plugins subclass it).
 /// SAFETY (`@unchecked Sendable`): properties are control-thread calls (documented); parameters are atomics and a lock-free queue; the render thread sees only the plan's pointers.
-public class AudioUnit: @unchecked Sendable, CustomStringConvertible {
+open class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// The unit's type.
     public let type: AudioUnitType
 

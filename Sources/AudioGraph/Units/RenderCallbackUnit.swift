@@ -38,6 +38,17 @@ public struct ProcessContext: @unchecked Sendable {
         guard Int(id) < parameterCount else { return 0 }
         return loadParameter(parameterValues, Int(id))
     }
+
+    /// Publishes the value of a read-only parameter (``AudioUnitParameterInfo/isReadOnly``), e.g.
+    /// a hosted plugin's control output (a meter): readers on any thread see it through
+    /// ``AudioUnit/parameter(_:scope:element:)``. Ignored for an unknown ID. Writable parameters
+    /// must not be published (the application's values and ramps own them).
+    /// Thread: the render thread, inside the process callback. Lock-free, no allocation.
+    @_noLocks
+    public func publishParameter(_ id: AudioUnitParameterID, _ value: Float) {
+        guard Int(id) < parameterCount else { return }
+        parameterValues[Int(id)].store(value.bitPattern, ordering: .relaxed)
+    }
 }
 
 /// Your own processing in Swift: the callback is called on the render thread for every slice
@@ -55,7 +66,13 @@ public struct ProcessContext: @unchecked Sendable {
 /// same clamping, scheduling and ramps as the built-in units'.
 /// Thread: create and configure on a control thread.
 /// SAFETY (`@unchecked Sendable`): as AudioUnit; the process closure is @Sendable and the failure counter an atomic.
-public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
+///
+/// Hosting (core hook for other modules, e.g. AudioGraphPlugins): the class is `open` so a
+/// module can subclass it to host foreign processing (an LV2 or LADSPA plugin), and
+/// ``willRender(sampleRate:channels:maximumFrames:)`` tells a subclass, on the control thread,
+/// the rate and channel count the next plan runs it at, so it can (re)instantiate off the
+/// render thread.
+open class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
     /// Called on the render thread; see the type's documentation.
     public typealias Process = @Sendable (_ context: ProcessContext) -> Int32
 
@@ -70,8 +87,21 @@ public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
     /// - Throws: ``AudioUnitError/invalidPropertyValue`` for an input count out of bounds;
     ///   ``AudioUnitError/invalidParameter`` for parameters that are not global, not numbered
     ///   0…count−1 in order, or whose range or default is not finite and ordered.
-    public init(inputs: Int = 1, parameters: [AudioUnitParameterInfo] = [], process: @escaping Process) throws(AudioUnitError) {
-        guard (0...64).contains(inputs) else { throw .invalidPropertyValue }
+    public convenience init(inputs: Int = 1, parameters: [AudioUnitParameterInfo] = [], process: @escaping Process) throws(AudioUnitError) {
+        try self.init(inputs: inputs, channels: 2, parameters: parameters, process: process)
+    }
+
+    /// Creates a unit whose formats start with `channels` channels (at 48 kHz, following the
+    /// graph's rate until set), e.g. a hosted mono plugin's one channel.
+    /// - Parameters:
+    ///   - inputs: input elements, 0…64.
+    ///   - channels: the output's (and each input's) channel count, 1…64.
+    ///   - parameters: as for ``init(inputs:parameters:process:)``.
+    ///   - process: the processing, called on the render thread.
+    /// - Throws: as ``init(inputs:parameters:process:)``; ``AudioUnitError/invalidPropertyValue``
+    ///   for a channel count out of bounds.
+    public init(inputs: Int, channels: Int, parameters: [AudioUnitParameterInfo] = [], process: @escaping Process) throws(AudioUnitError) {
+        guard (0...64).contains(inputs), (1...64).contains(channels) else { throw .invalidPropertyValue }
         for (index, info) in parameters.enumerated() {
             guard info.id == AudioUnitParameterID(index), info.scope == .global,
                   info.minValue.isFinite, info.maxValue.isFinite, info.defaultValue.isFinite,
@@ -79,8 +109,8 @@ public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
             else { throw .invalidParameter }
         }
         self.process = process
-        let stereo = try! StreamFormat.float32(sampleRate: 48_000, channels: 2)
-        super.init(type: .renderCallback, inputFormats: Array(repeating: stereo, count: inputs), outputFormats: [stereo],
+        let format = try! StreamFormat.float32(sampleRate: 48_000, channels: UInt32(channels))
+        super.init(type: .renderCallback, inputFormats: Array(repeating: format, count: inputs), outputFormats: [format],
                    parameterDefinitions: parameters)
     }
 
@@ -134,6 +164,20 @@ public final class RenderCallbackUnit: AudioUnit, @unchecked Sendable {
     override var processingLatency: Double { latency }
 
     override var kernelKind: KernelKind { .custom }
+
+    /// Called on the control thread each time the graph builds a render plan with this unit
+    /// (initialize, update, format changes), before the plan can reach the render thread: the
+    /// rate (Hz) and output channel count the plan runs the unit at, and an upper bound on the
+    /// frames of one process call is not promised: `maximumFrames` (8 × MaximumFramesPerSlice,
+    /// at least 4096) is a capacity hint, and a host must split longer calls itself. A subclass that hosts a plugin instantiates for a new rate here; the default
+    /// does nothing. Must not block on the render thread; may allocate.
+    /// Thread: control thread.
+    open func willRender(sampleRate: Double, channels: Int, maximumFrames: Int) {}
+
+    override func kernelStateSize(inputChannels: [Int], outputChannels: Int, sampleRate: Double) -> Int {
+        willRender(sampleRate: sampleRate, channels: outputChannels, maximumFrames: max(4096, 8 * Int(maximumFramesPerSlice)))
+        return super.kernelStateSize(inputChannels: inputChannels, outputChannels: outputChannels, sampleRate: sampleRate)
+    }
 }
 
 /// A custom unit's render-side view: the callback box and scratch for the context. Trivial.

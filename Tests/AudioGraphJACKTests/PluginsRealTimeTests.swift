@@ -1,0 +1,115 @@
+// Tests, JACK: LV2 and LADSPA plugin units on the JACK process thread under live parameter edits, ramps and inserts — no allocation, no lock.
+import AudioGraph
+import AudioGraphJACK
+import AudioGraphPlugins
+import CAllocCounter
+import AudioGraphTestSupport
+import Foundation
+import Testing
+
+extension JACKIntegration {
+    /// A chain of real Debian plugins (ladspa-sdk's amp and low-pass, swh-lv2's amp, Butterworth
+    /// low-pass and look-ahead limiter) pulled by the JACK driver while this thread edits,
+    /// schedules and ramps their parameters, reads the limiter's control output, and inserts and
+    /// removes a plugin (graph updates); the allocation/lock counter watches the process thread.
+    @Suite("Plugins on the JACK process thread")
+    struct PluginsRealTimeTests {
+        @Test func pluginParameterEditsNeitherAllocateNorLockOnTheProcessThread() throws {
+            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds; run without --sanitize")
+            let server = TestServer.shared
+            let graph = AudioGraph()
+            let io = IOUnit()
+            let ioNode = try graph.addNode(io)
+            let limiter = try PluginUnit(lv2: "http://plugin.org.uk/swh-plugins/fastLookaheadLimiter")
+            let units: [PluginUnit] = [try PluginUnit(ladspa: "amp_mono", library: "amp.so"),
+                                       try PluginUnit(ladspa: "lpf", library: "filter.so"),
+                                       try PluginUnit(lv2: "http://plugin.org.uk/swh-plugins/amp"),
+                                       try PluginUnit(lv2: "http://plugin.org.uk/swh-plugins/buttlow_iir"),
+                                       limiter]
+            let nodes = try units.map { try graph.addNode($0) }
+            let table = UnsafeMutableBufferPointer<Float>.allocate(capacity: 480)
+            for i in 0..<480 { table[i] = Float(0.3 * sin(2 * Double.pi * Double(i) / 480)) + Float(i % 7) * 0.01 }
+            defer { table.deallocate() }
+            struct ToneState { var table: UnsafeMutablePointer<Float>; var position: Int }
+            let tone = RenderState(ToneState(table: table.baseAddress!, position: 0))
+            try graph.setNodeInputCallback(nodes[0], inputElement: 0) { _, _, buffers in
+                alloccounter_arm_this_thread()
+                for c in 0..<buffers.channelCount {
+                    let out = buffers[c]
+                    for f in 0..<out.count { out[f] = tone.value.table[(tone.value.position + f) % 480] }
+                }
+                tone.value.position = (tone.value.position + buffers.frameCount) % 480
+                return 0
+            }
+            for i in 1..<nodes.count { try graph.connectNodeInput(nodes[i - 1], sourceOutputElement: 0, nodes[i], destinationInputElement: 0) }
+            try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+
+            var options = JACKDriver.Options()
+            options.clientName = "ag-plugins-rt"
+            options.serverName = server
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try driver.start()
+            let meter = try graph.installLevelMeter(on: nodes.last!)
+            usleep(300_000)
+            #expect(alloccounter_armed_threads() >= 1, "the callback ran on the process thread")
+            alloccounter_reset()
+            let cyclesBefore = driver.processCycleCount
+
+            var seed: UInt64 = 0x9106_1A5
+            func random(_ n: Int) -> Int {  // SplitMix64, reproducible
+                seed &+= 0x9E37_79B9_7F4A_7C15
+                var z = seed
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return Int((z ^ (z >> 31)) % UInt64(n))
+            }
+            let attenuation = try limiter.parameterID(symbol: "attenuation")
+            var inserted: AUNode?
+            var edits = 0, updates = 0, readings: Float = 0
+            let deadline = Date().addingTimeInterval(2)
+            while Date() < deadline {
+                edits += 1
+                let unit = units[random(units.count)]
+                let infos = unit.parameterList(scope: .global).filter { !$0.isReadOnly }
+                let info = infos[random(infos.count)]
+                let value = info.minValue + (info.maxValue - info.minValue) * Float(random(1001)) / 1000
+                switch random(6) {
+                case 0, 1: try unit.setParameter(info.id, value, scope: .global)
+                case 2: try unit.setParameter(info.id, value, scope: .global, bufferOffset: random(600))
+                case 3 where info.unit != .boolean && info.unit != .indexed:
+                    try unit.scheduleParameter(AudioUnitParameterEvent(id: info.id, scope: .global, bufferOffset: random(1000),
+                                                                       .linearRamp(to: value, durationFrames: 1 + random(4000))))
+                case 4 where random(20) == 0:
+                    try graph.disconnectNodeInput(ioNode, inputElement: 0)
+                    if let node = inserted {
+                        try graph.removeNode(node)
+                        inserted = nil
+                        try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+                    } else {
+                        let node = try graph.addNode(try PluginUnit(ladspa: "hpf", library: "filter.so"))
+                        try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, node, destinationInputElement: 0)
+                        try graph.connectNodeInput(node, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+                        inserted = node
+                    }
+                    try graph.update()
+                    updates += 1
+                default: readings = max(readings, try limiter.parameter(attenuation, scope: .global))
+                }
+                usleep(500)
+            }
+            let cycles = driver.processCycleCount - cyclesBefore
+            let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
+            for unit in units { for info in unit.parameterList(scope: .global) where !info.isReadOnly { try unit.setParameter(info.id, info.defaultValue, scope: .global) } }
+            meter.resetPeaks()
+            usleep(400_000)
+            let peak = try meter.peakPower(channel: 0)
+            #expect(cycles > 100, "JACK ran \(cycles) cycles during the edits")
+            #expect(edits >= 1000 && updates >= 5, "\(edits) edits, \(updates) updates in 2 s")
+            #expect(allocations == 0 && frees == 0, "process thread: \(allocations) allocations, \(frees) frees")
+            #expect(locks == 0, "process thread: \(locks) pthread_mutex_lock calls")
+            #expect(peak.isFinite && peak > -60, "after the edits the chain still carries the tone: peak \(peak) dBFS")
+            #expect(units.allSatisfy { $0.failedRenderCount == 0 && $0.nonFiniteSampleCount == 0 })
+        }
+    }
+}
