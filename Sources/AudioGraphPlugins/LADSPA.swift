@@ -1,7 +1,6 @@
 // Plugins, LADSPA: libraries loaded with dlopen from LADSPA_PATH, descriptors read into PluginInfo, instances made from them (ladspa.h from ladspa-sdk).
 import AudioGraph
 import CLADSPA
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +19,8 @@ public enum LADSPA {
     }
 
     // path → the library's descriptor function (nil: not a LADSPA library, reason).
-    private static let libraries = Mutex<[String: Result<UInt, PluginError>]>([:])
+    // A ControlLock, not a Mutex: it is held across dlopen (see ControlLock).
+    private static let libraries = ControlLock<[String: Result<UInt, PluginError>]>([:])
 
     typealias DescriptorFunction = @convention(c) (UInt) -> UnsafePointer<LADSPA_Descriptor>?
 

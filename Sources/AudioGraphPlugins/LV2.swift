@@ -58,7 +58,8 @@ public enum LV2 {
         }
         func node(_ uri: String) -> OpaquePointer { uris[uri]! }
     }
-    static let lock = Mutex<World?>(nil)
+    // A ControlLock, not a Mutex: it is held while lilv loads every bundle (see ControlLock).
+    static let lock = ControlLock<World?>(nil)
 
     /// Runs `body` with the world (made on first use), under the lock.
     static func withWorld<T>(_ body: (World) throws(PluginError) -> T) throws(PluginError) -> T {

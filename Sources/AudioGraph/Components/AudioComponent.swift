@@ -1,5 +1,4 @@
 // Components: the AudioComponent analogue — descriptions by four-character codes, a registry of every unit the process can make (built-in, and plugins from providers), and instantiation by description.
-import Synchronization
 
 /// A four-character code (`OSType`), e.g. `aufx`, as Apple's component codes are.
 public typealias FourCharCode = UInt32
@@ -128,7 +127,7 @@ public enum AudioComponentRegistry {
         var providers: [AudioComponentProvider] = []
         var scanned: [AudioComponent]?
     }
-    static let state = Mutex(State())
+    static let state = ControlLock(State())
 
     /// Every component, built-ins first, then registered ones, then providers' (scanning them
     /// the first time).
@@ -164,9 +163,15 @@ public enum AudioComponentRegistry {
     ///   is already registered (built-ins included).
     public static func register(_ component: AudioComponent) throws(AudioUnitError) {
         let d = component.componentDescription
-        guard d.componentType != 0, d.componentSubType != 0, d.componentManufacturer != 0,
-              !all.contains(where: { $0.componentDescription == d }) else { throw .invalidPropertyValue }
-        state.withLock { $0.registered.append(component) }
+        guard d.componentType != 0, d.componentSubType != 0, d.componentManufacturer != 0 else { throw .invalidPropertyValue }
+        let known = all  // scans the providers if need be, outside the lock
+        // Checked again and appended under one lock, so two threads cannot take the same codes.
+        let taken = state.withLock { state -> Bool in
+            if (known + state.registered).contains(where: { $0.componentDescription == d }) { return true }
+            state.registered.append(component)
+            return false
+        }
+        if taken { throw .invalidPropertyValue }
     }
 
     /// Adds a provider (plugins); its components appear at the next ``all`` after a ``refresh()``
