@@ -113,30 +113,32 @@ struct PluginOracleTests {
 @Suite("Plugins: components, parameters, channels, latency, bad input")
 struct PluginUnitTests {
     @Test func pluginsAreComponentsWithStableCodes() throws {
-        PluginComponents.register()
-        AudioComponentRegistry.refresh()
-        let amp = try #require(AudioComponentRegistry.all.first { $0.identifier == "http://plugin.org.uk/swh-plugins/amp" })
-        #expect(amp.origin == "lv2")
-        #expect(amp.componentDescription.componentType == FourCharCode(fourCharacters: "aufx"))
-        #expect(amp.componentDescription.componentManufacturer == FourCharCode(fourCharacters: "LV2 "))
-        // FNV-1a of the URI: the same number on every machine and run.
-        var hash: UInt32 = 0x811C_9DC5
-        for byte in "http://plugin.org.uk/swh-plugins/amp".utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
-        #expect(amp.componentDescription.componentSubType == hash)
-        let mono = try #require(AudioComponentRegistry.findNext(matching: AudioComponentDescription(
-            componentType: FourCharCode(fourCharacters: "aufx")!, componentSubType: 1048,
-            componentManufacturer: FourCharCode(fourCharacters: "LDSP")!)))
-        #expect(mono.identifier.hasSuffix("amp.so:amp_mono") && mono.origin == "ladspa")
-        // Every ladspa-sdk effect and the swh amp are there; the sine generator is an `augn`.
-        for label in ["amp_mono", "amp_stereo", "delay_5s", "lpf", "hpf"] {
-            #expect(AudioComponentRegistry.all.contains { $0.identifier.hasSuffix(":" + label) }, "\(label)")
+        try componentRegistryTestLock.withLock { _ in
+            PluginComponents.register()
+            AudioComponentRegistry.refresh()
+            let amp = try #require(AudioComponentRegistry.all.first { $0.identifier == "http://plugin.org.uk/swh-plugins/amp" })
+            #expect(amp.origin == "lv2")
+            #expect(amp.componentDescription.componentType == FourCharCode(fourCharacters: "aufx"))
+            #expect(amp.componentDescription.componentManufacturer == FourCharCode(fourCharacters: "LV2 "))
+            // FNV-1a of the URI: the same number on every machine and run.
+            var hash: UInt32 = 0x811C_9DC5
+            for byte in "http://plugin.org.uk/swh-plugins/amp".utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+            #expect(amp.componentDescription.componentSubType == hash)
+            let mono = try #require(AudioComponentRegistry.findNext(matching: AudioComponentDescription(
+                componentType: FourCharCode(fourCharacters: "aufx")!, componentSubType: 1048,
+                componentManufacturer: FourCharCode(fourCharacters: "LDSP")!)))
+            #expect(mono.identifier.hasSuffix("amp.so:amp_mono") && mono.origin == "ladspa")
+            // Every ladspa-sdk effect and the swh amp are there; the sine generator is an `augn`.
+            for label in ["amp_mono", "amp_stereo", "delay_5s", "lpf", "hpf"] {
+                #expect(AudioComponentRegistry.all.contains { $0.identifier.hasSuffix(":" + label) }, "\(label)")
+            }
+            #expect(AudioComponentRegistry.all.contains { $0.identifier.hasSuffix(":sine_fcac") && $0.componentDescription.componentType == FourCharCode(fourCharacters: "augn") })
+            // AUGraphAddNode by description makes a PluginUnit.
+            let graph = AudioGraph()
+            let node = try graph.addNode(mono.componentDescription)
+            let made = try graph.nodeInfo(node)
+            #expect(made is PluginUnit)
         }
-        #expect(AudioComponentRegistry.all.contains { $0.identifier.hasSuffix(":sine_fcac") && $0.componentDescription.componentType == FourCharCode(fourCharacters: "augn") })
-        // AUGraphAddNode by description makes a PluginUnit.
-        let graph = AudioGraph()
-        let node = try graph.addNode(mono.componentDescription)
-        let made = try graph.nodeInfo(node)
-        #expect(made is PluginUnit)
     }
 
     @Test func controlPortsBecomeParameters() throws {

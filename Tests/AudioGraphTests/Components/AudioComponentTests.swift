@@ -16,20 +16,22 @@ struct AudioComponentTests {
 
     /// AudioComponentFindNext with wildcards: every effect, then the low-pass by its codes.
     @Test func findNextWalksTheMatchesInOrder() throws {
-        let effects = try AudioComponentDescription(type: "aufx")
-        var found: [String] = []
-        var component = AudioComponentRegistry.findNext(matching: effects)
-        while let c = component {
-            found.append(c.componentDescription.componentSubType.fourCharacters)
-            component = AudioComponentRegistry.findNext(after: c, matching: effects)
+        try componentRegistryTestLock.withLock { _ in
+            let effects = try AudioComponentDescription(type: "aufx")
+            var found: [String] = []
+            var component = AudioComponentRegistry.findNext(matching: effects)
+            while let c = component {
+                found.append(c.componentDescription.componentSubType.fourCharacters)
+                component = AudioComponentRegistry.findNext(after: c, matching: effects)
+            }
+            #expect(found.starts(with: ["lpas", "mute"]), "\(found)")
+            #expect(AudioComponentRegistry.count(matching: effects) == found.count)
+            let lowPass = try #require(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "lpas", manufacturer: "appl")))
+            #expect(lowPass.name == "Apple: AULowpass" && lowPass.version == 0x0001_0000 && lowPass.origin == "built-in")
+            #expect(try lowPass.instantiate() is LowPassFilterUnit)
+            #expect(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "nope")) == nil)
+            #expect(AudioComponentRegistry.count(matching: AudioComponentDescription(componentType: 0)) == AudioComponentRegistry.all.count)
         }
-        #expect(found.starts(with: ["lpas", "mute"]), "\(found)")
-        #expect(AudioComponentRegistry.count(matching: effects) == found.count)
-        let lowPass = try #require(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "lpas", manufacturer: "appl")))
-        #expect(lowPass.name == "Apple: AULowpass" && lowPass.version == 0x0001_0000 && lowPass.origin == "built-in")
-        #expect(try lowPass.instantiate() is LowPassFilterUnit)
-        #expect(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "nope")) == nil)
-        #expect(AudioComponentRegistry.count(matching: AudioComponentDescription(componentType: 0)) == AudioComponentRegistry.all.count)
     }
 
     /// Every built-in instantiates, each description is taken once, and Apple's codes make the
@@ -77,32 +79,34 @@ struct AudioComponentTests {
     /// An application's own component and a provider's appear beside the built-ins; a
     /// description already taken is refused; refresh() scans providers again.
     @Test func registeredComponentsAndProviders() throws {
-        let tremolo = AudioComponent(try AudioComponentDescription(type: "aufx", subType: "trem", manufacturer: "Test"),
-                                     name: "Test: Tremolo", origin: "application") { () throws(AudioUnitError) in
-            try RenderCallbackUnit(inputs: 1) { _ in 0 }
-        }
-        try AudioComponentRegistry.register(tremolo)
-        #expect(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "trem")) === tremolo)
-        #expect(throws: AudioUnitError.invalidPropertyValue, "taken") { try AudioComponentRegistry.register(tremolo) }
-        let lowPassAgain = AudioComponent(try AudioComponentDescription(type: "aufx", subType: "lpas", manufacturer: "appl"),
-                                          name: "x", origin: "application") { LowPassFilterUnit() }
-        #expect(throws: AudioUnitError.invalidPropertyValue, "a built-in's codes") { try AudioComponentRegistry.register(lowPassAgain) }
-
-        final class Counting: AudioComponentProvider {
-            let scans = Atomic<Int>(0)
-            func scan() -> [AudioComponent] {
-                scans.add(1, ordering: .relaxed)
-                return [AudioComponent(try! AudioComponentDescription(type: "aufx", subType: "prov", manufacturer: "Test"),
-                                       name: "Test: Provided", origin: "test provider") { MuteGateUnit() }]
+        try componentRegistryTestLock.withLock { _ in
+            let tremolo = AudioComponent(try AudioComponentDescription(type: "aufx", subType: "trem", manufacturer: "Test"),
+                                         name: "Test: Tremolo", origin: "application") { () throws(AudioUnitError) in
+                try RenderCallbackUnit(inputs: 1) { _ in 0 }
             }
+            try AudioComponentRegistry.register(tremolo)
+            #expect(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "trem")) === tremolo)
+            #expect(throws: AudioUnitError.invalidPropertyValue, "taken") { try AudioComponentRegistry.register(tremolo) }
+            let lowPassAgain = AudioComponent(try AudioComponentDescription(type: "aufx", subType: "lpas", manufacturer: "appl"),
+                                              name: "x", origin: "application") { LowPassFilterUnit() }
+            #expect(throws: AudioUnitError.invalidPropertyValue, "a built-in's codes") { try AudioComponentRegistry.register(lowPassAgain) }
+
+            final class Counting: AudioComponentProvider {
+                let scans = Atomic<Int>(0)
+                func scan() -> [AudioComponent] {
+                    scans.add(1, ordering: .relaxed)
+                    return [AudioComponent(try! AudioComponentDescription(type: "aufx", subType: "prov", manufacturer: "Test"),
+                                           name: "Test: Provided", origin: "test provider") { MuteGateUnit() }]
+                }
+            }
+            let provider = Counting()
+            AudioComponentRegistry.addProvider(provider)
+            #expect(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "prov"))?.origin == "test provider")
+            _ = AudioComponentRegistry.all
+            #expect(provider.scans.load(ordering: .relaxed) == 1, "scanned once, then remembered")
+            AudioComponentRegistry.refresh()
+            _ = AudioComponentRegistry.all
+            #expect(provider.scans.load(ordering: .relaxed) == 2, "refresh scans again")
         }
-        let provider = Counting()
-        AudioComponentRegistry.addProvider(provider)
-        #expect(AudioComponentRegistry.findNext(matching: try AudioComponentDescription(type: "aufx", subType: "prov"))?.origin == "test provider")
-        _ = AudioComponentRegistry.all
-        #expect(provider.scans.load(ordering: .relaxed) == 1, "scanned once, then remembered")
-        AudioComponentRegistry.refresh()
-        _ = AudioComponentRegistry.all
-        #expect(provider.scans.load(ordering: .relaxed) == 2, "refresh scans again")
     }
 }
