@@ -195,15 +195,21 @@ public final class ProbeClient {
         precondition(code == 0 || code == EEXIST, "jack_connect \(source) → \(destination): \(code)")
     }
 
-    /// Plays and records until the capture buffer is full (or `timeout` seconds pass). An xrun
-    /// loses audio by JACK's design, whatever the clients do; a pass the server reported one in
-    /// is run again (5 passes at most), so the comparison is about our code, not the machine's load.
-    /// Whether the last pass of ``run(timeout:)`` still saw an xrun (all five did): what it
-    /// captured then says nothing about our code.
+    /// Whether the last pass of ``run(timeout:passes:)`` still saw an xrun (every pass did):
+    /// what it captured then says nothing about our code.
     public private(set) var lastPassHadXruns = false
 
-    public func run(timeout: Double = 20) -> [Float] {
-        for _ in 0..<5 {
+    /// Xruns the server has reported to this client since it opened.
+    public var xrunCount: Int { state.xruns.load(ordering: .relaxed) }
+
+    /// Plays and records until the capture buffer is full (or `timeout` seconds pass). An xrun
+    /// loses audio by JACK's design, whatever the clients do; a pass the server reported one in
+    /// is run again, so the comparison is about our code, not the machine's load.
+    /// - Parameter passes: how many passes at most (1 for a test that repeats its whole set-up
+    ///   itself, because what it plays, a file player or a tool's recording, cannot simply be
+    ///   played again).
+    public func run(timeout: Double = 20, passes: Int = 5) -> [Float] {
+        for _ in 0..<passes {
             let xrunsBefore = state.xruns.load(ordering: .relaxed)
             state.position.store(0, ordering: .relaxed)
             state.capture.update(repeating: 0)
