@@ -166,10 +166,18 @@ let package = Package(
             path: "Sources/CLADSPA",
             providers: [.apt(["ladspa-sdk"])]
         ),
+        // The LV2 host features written in C: log:log (its printf is variadic, which Swift cannot
+        // implement) and the worker extension (a thread and two jack_ringbuffer FIFOs from
+        // libjack-jackd2-dev); headers from lv2-dev.
+        .target(
+            name: "CLV2Host",
+            path: "Sources/CLV2Host",
+            linkerSettings: [.linkedLibrary("jack"), .linkedLibrary("pthread")]
+        ),
         // LV2 and LADSPA plugins as graph units and as components in AudioComponentRegistry.
         .target(
             name: "AudioGraphPlugins",
-            dependencies: ["AudioGraph", "CLilv", "CLADSPA"],
+            dependencies: ["AudioGraph", "CLilv", "CLADSPA", "CLV2Host"],
             path: "Sources/AudioGraphPlugins"
         ),
         .testTarget(

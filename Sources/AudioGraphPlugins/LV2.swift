@@ -1,6 +1,7 @@
-// Plugins, LV2: one lilv world (LV2_PATH honoured), plugin metadata into PluginInfo, and the host features a minimal host gives (urid map/unmap, options, boundedBlockLength).
+// Plugins, LV2: one lilv world (LV2_PATH honoured), plugin metadata into PluginInfo, and the host features a minimal host gives (urid map/unmap, options, boundedBlockLength, log, worker).
 import AudioGraph
 import CLilv
+import CLV2Host
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -35,6 +36,14 @@ let LV2_UNITS__s = "http://lv2plug.in/ns/extensions/units#s"
 let LV2_UNITS__unit = "http://lv2plug.in/ns/extensions/units#unit"
 let LV2_URID__map = "http://lv2plug.in/ns/ext/urid#map"
 let LV2_URID__unmap = "http://lv2plug.in/ns/ext/urid#unmap"
+let LV2_LOG__log = "http://lv2plug.in/ns/ext/log#log"
+let LV2_LOG__Error = "http://lv2plug.in/ns/ext/log#Error"
+let LV2_LOG__Warning = "http://lv2plug.in/ns/ext/log#Warning"
+let LV2_LOG__Note = "http://lv2plug.in/ns/ext/log#Note"
+let LV2_LOG__Trace = "http://lv2plug.in/ns/ext/log#Trace"
+let LV2_WORKER__schedule = "http://lv2plug.in/ns/ext/worker#schedule"
+let LV2_WORKER__interface = "http://lv2plug.in/ns/ext/worker#interface"
+let LV2_STATE__interface = "http://lv2plug.in/ns/ext/state#interface"
 
 /// The process's LV2 world (lilv), loaded once on first use from `LV2_PATH` (lilv's default
 /// path when unset). lilv is not thread-safe: every call here holds one lock.
@@ -70,9 +79,12 @@ public enum LV2 {
         return try result.get()
     }
 
-    /// Features the host gives every plugin (their URIs); a plugin requiring another is refused.
+    /// Features the host gives a plugin (their URIs); a plugin requiring another is refused.
+    /// `log:log` goes to every instance; `worker:schedule` to a plugin that requires it, lists
+    /// it as optional or declares the worker interface (see ``PluginUnit``'s worker notes).
     public static let providedFeatures: [String] = [LV2_URID__map, LV2_URID__unmap, LV2_OPTIONS__options,
-                                                    LV2_BUF_SIZE__boundedBlockLength, "http://lv2plug.in/ns/lv2core#inPlaceBroken",
+                                                    LV2_BUF_SIZE__boundedBlockLength, LV2_LOG__log, LV2_WORKER__schedule,
+                                                    "http://lv2plug.in/ns/lv2core#inPlaceBroken",
                                                     "http://lv2plug.in/ns/lv2core#isLive", "http://lv2plug.in/ns/lv2core#hardRTCapable"]
 
     /// Every installed LV2 plugin, in lilv's order (by URI).
@@ -139,15 +151,18 @@ public enum LV2 {
             library = String(cString: path)
             lilv_free(path)
         }
-        var required: [String] = []
-        if let features = lilv_plugin_get_required_features(plugin) {
-            var it = lilv_nodes_begin(features)
-            while !lilv_nodes_is_end(features, it) {
-                required.append(string(lilv_nodes_get(features, it)))
-                it = lilv_nodes_next(features, it)
+        func uris(_ nodes: UnsafeMutableRawPointer?) -> [String] {
+            guard let nodes else { return [] }
+            var found: [String] = []
+            var it = lilv_nodes_begin(nodes)
+            while !lilv_nodes_is_end(nodes, it) {
+                found.append(string(lilv_nodes_get(nodes, it)))
+                it = lilv_nodes_next(nodes, it)
             }
-            lilv_nodes_free(features)
+            lilv_nodes_free(nodes)
+            return found
         }
+        let required = uris(lilv_plugin_get_required_features(plugin))
         var ports: [PluginPort] = []
         let count = lilv_plugin_get_num_ports(plugin)
         for i in 0..<count {
@@ -203,8 +218,11 @@ public enum LV2 {
                                     scalePoints: points.sorted { $0.value < $1.value }, unit: unit,
                                     isOptional: has(LV2_CORE__connectionOptional)))
         }
-        return PluginInfo(standard: .lv2, identifier: uri, label: uri, uniqueID: 0, name: string(nameNode),
-                          maker: string(makerNode), library: library, ports: ports, requiredFeatures: required, inPlaceBroken: false)
+        var found = PluginInfo(standard: .lv2, identifier: uri, label: uri, uniqueID: 0, name: string(nameNode),
+                               maker: string(makerNode), library: library, ports: ports, requiredFeatures: required, inPlaceBroken: false)
+        found.optionalFeatures = uris(lilv_plugin_get_optional_features(plugin))
+        found.extensionData = uris(lilv_plugin_get_extension_data(plugin))
+        return found
     }
 
     // MARK: - URIDs (the urid:map and urid:unmap features)
@@ -227,12 +245,21 @@ public enum LV2 {
     }
 
     /// The feature array for one instance: URID map/unmap, options (block lengths, sample
-    /// rate), boundedBlockLength. Owns every C structure it points at until freed.
+    /// rate), boundedBlockLength, the host's log, and the instance's worker when it has one.
+    /// Owns every C structure it points at (the worker too) until freed; the log belongs to
+    /// the ``PluginHost``.
     final class Features {
         let array: UnsafeMutablePointer<UnsafePointer<LV2_Feature>?>
         private let allocations: [UnsafeMutableRawPointer]
+        /// The instance's worker (CLV2Host), started after instantiate; nil when the plugin
+        /// does not use the worker extension or after ``stopWorker()``.
+        private(set) var worker: OpaquePointer?
 
-        init(sampleRate: Double, maximumFrames: Int) {
+        /// Ring size of a worker, each way (bytes): room for many requests per cycle, as jalv's 4096 × 2.
+        static let workerRingBytes: UInt32 = 16_384
+
+        init(sampleRate: Double, maximumFrames: Int, log: OpaquePointer?, worker: OpaquePointer?) {
+            self.worker = worker
             var kept: [UnsafeMutableRawPointer] = []
             func keep<T>(_ value: T) -> UnsafeMutablePointer<T> {
                 let p = UnsafeMutablePointer<T>.allocate(capacity: 1)
@@ -258,37 +285,81 @@ public enum LV2 {
             options[2] = LV2_Options_Option(context: LV2_OPTIONS_INSTANCE, subject: 0, key: map("http://lv2plug.in/ns/ext/parameters#sampleRate"),
                                             size: 4, type: floatType, value: UnsafeRawPointer(rate))
             options[3] = LV2_Options_Option(context: LV2_OPTIONS_INSTANCE, subject: 0, key: 0, size: 0, type: 0, value: nil)
-            let features = [
+            var features = [
                 keep(LV2_Feature(URI: cString(LV2_URID__map), data: UnsafeMutableRawPointer(mapData))),
                 keep(LV2_Feature(URI: cString(LV2_URID__unmap), data: UnsafeMutableRawPointer(unmapData))),
                 keep(LV2_Feature(URI: cString(LV2_OPTIONS__options), data: UnsafeMutableRawPointer(options))),
                 keep(LV2_Feature(URI: cString(LV2_BUF_SIZE__boundedBlockLength), data: nil)),
             ]
+            if let log {
+                features.append(keep(LV2_Feature(URI: cString(LV2_LOG__log), data: UnsafeMutableRawPointer(ag_lv2_log_feature(log)))))
+            }
+            if let worker {
+                features.append(keep(LV2_Feature(URI: cString(LV2_WORKER__schedule), data: UnsafeMutableRawPointer(ag_lv2_worker_schedule(worker)))))
+            }
             allocations = kept
             array = .allocate(capacity: features.count + 1)
             for (i, f) in features.enumerated() { array[i] = UnsafePointer(f) }
             array[features.count] = nil
         }
 
+        /// Stops and joins the worker thread and frees the worker (idempotent). Call before the
+        /// instance is deactivated or freed: work() may be running on the instance.
+        /// Thread: control thread.
+        func stopWorker() {
+            if let worker { ag_lv2_worker_free(worker) }
+            worker = nil
+        }
+
         deinit {
+            stopWorker()
             for p in allocations { p.deallocate() }
             array.deallocate()
         }
     }
 
+    /// Whether the plugin uses the worker extension: requires or asks for `worker:schedule`,
+    /// or declares `worker:interface`.
+    static func wantsWorker(_ info: PluginInfo) -> Bool {
+        info.requiredFeatures.contains(LV2_WORKER__schedule) || info.optionalFeatures.contains(LV2_WORKER__schedule)
+            || info.extensionData.contains(LV2_WORKER__interface)
+    }
+
+    /// A log for the plugin `uri`, its messages told apart by the log:Error…Trace URIDs. Free with `ag_lv2_log_free`.
+    static func makeLog(_ uri: String) -> OpaquePointer? {
+        let types = [LV2_LOG__Error, LV2_LOG__Warning, LV2_LOG__Note, LV2_LOG__Trace].map { map($0) }
+        return types.withUnsafeBufferPointer { ag_lv2_log_new(uri, $0.baseAddress) }
+    }
+
     /// A new instance of `info` at `sampleRate`, and the features it was given (keep them alive
-    /// with the instance).
-    /// - Throws: ``PluginError/missingFeature(plugin:feature:)``, ``PluginError/instantiateFailed(_:)``.
-    static func instantiate(_ info: PluginInfo, sampleRate: Double, maximumFrames: Int) throws(PluginError) -> (UnsafeMutablePointer<LilvInstance>, Features) {
+    /// with the instance; stop their worker before freeing it). `log` (the host's) is given as
+    /// log:log. A plugin using the worker extension gets a worker, started here when the
+    /// instance returns `worker:interface` extension data (otherwise its schedule_work refuses,
+    /// counted).
+    /// - Throws: ``PluginError/missingFeature(plugin:feature:)``, ``PluginError/instantiateFailed(_:)``
+    ///   (also when the worker thread or rings cannot be made).
+    static func instantiate(_ info: PluginInfo, sampleRate: Double, maximumFrames: Int, log: OpaquePointer?) throws(PluginError) -> (UnsafeMutablePointer<LilvInstance>, Features) {
         if let missing = info.requiredFeatures.first(where: { !providedFeatures.contains($0) }) {
             throw .missingFeature(plugin: info.identifier, feature: missing)
         }
-        let features = Features(sampleRate: sampleRate, maximumFrames: maximumFrames)
+        var worker: OpaquePointer?
+        if wantsWorker(info) {
+            worker = ag_lv2_worker_new(Features.workerRingBytes)
+            if worker == nil { throw .instantiateFailed(info.identifier) }
+        }
+        let features = Features(sampleRate: sampleRate, maximumFrames: maximumFrames, log: log, worker: worker)
         let instance: UnsafeMutablePointer<LilvInstance>? = try withWorld { (world: World) throws(PluginError) -> UnsafeMutablePointer<LilvInstance>? in
             guard let plugin = plugin(world, info.identifier) else { throw PluginError.unknownURI(info.identifier, nearMatches: []) }
             return lilv_plugin_instantiate(plugin, sampleRate, features.array)
         }
         guard let instance else { throw .instantiateFailed(info.identifier) }
+        if let worker, let data = lilv_instance_get_extension_data(instance, LV2_WORKER__interface) {
+            let interface = data.assumingMemoryBound(to: LV2_Worker_Interface.self)
+            guard ag_lv2_worker_start(worker, instance.pointee.lv2_handle, interface) == 0 else {
+                lilv_instance_free(instance)
+                throw .instantiateFailed(info.identifier)
+            }
+        }
         return (instance, features)
     }
 }

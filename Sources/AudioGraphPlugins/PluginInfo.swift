@@ -91,6 +91,12 @@ public struct PluginInfo: Sendable, CustomStringConvertible {
     public let requiredFeatures: [String]
     /// LADSPA `LADSPA_PROPERTY_INPLACE_BROKEN`: inputs and outputs must not share memory.
     public let inPlaceBroken: Bool
+    /// LV2 features the plugin can use but does not require (`lv2:optionalFeature`, URIs);
+    /// empty for LADSPA.
+    public internal(set) var optionalFeatures: [String] = []
+    /// LV2 extension data the plugin declares (`lv2:extensionData`, URIs, e.g. the worker's
+    /// and the state extension's interfaces); empty for LADSPA.
+    public internal(set) var extensionData: [String] = []
 
     /// The audio input ports, in index order.
     public var audioInputs: [PluginPort] { ports.filter { $0.kind == .audio && $0.isInput } }
@@ -148,6 +154,18 @@ public enum PluginError: Error, Equatable, CustomStringConvertible {
     case unknownPortSymbol(String, valid: [String])
     /// The channel count does not fit the plugin: a multiple of its audio outputs is needed.
     case channelCount(Int, pluginOutputs: Int)
+    /// The plugin has no LV2 state extension (`state:interface`), so it has no state beyond
+    /// its parameters to save or restore.
+    case noStateInterface(String)
+    /// The plugin saved a value this host cannot keep in a file: the LV2 state flags lack
+    /// `state:IS_POD` or `state:IS_PORTABLE` (a pointer, or a value meaningful on this machine only).
+    case stateValueNotPortable(plugin: String, key: String)
+    /// The plugin's save() or restore() returned an error (`status`: "unknown error", "bad
+    /// type", "bad flags", "missing feature", "unknown property", "no space"); nothing changed.
+    case stateRejected(plugin: String, status: String)
+    /// A state value that cannot be a value: a key or type that is not a URI, or bytes that do
+    /// not fit the type (a graph file's "state" field).
+    case invalidStateValue(key: String, reason: String)
 
     /// One line saying what is wrong and what would be right.
     public var description: String {
@@ -161,6 +179,10 @@ public enum PluginError: Error, Equatable, CustomStringConvertible {
         case let .unsupportedPorts(plugin, reason): return "\(plugin) cannot be hosted: \(reason)"
         case let .unknownPortSymbol(symbol, valid): return "no control port \(symbol) (valid: \(valid.joined(separator: ", ")))"
         case let .channelCount(channels, outputs): return "\(channels) channels do not fit a plugin with \(outputs) audio outputs (use a multiple)"
+        case let .noStateInterface(plugin): return "\(plugin) has no LV2 state extension (its state is its parameters)"
+        case let .stateValueNotPortable(plugin, key): return "\(plugin) saved \(key) as a value that is not plain portable data (state:IS_POD and state:IS_PORTABLE); it cannot be kept in a file"
+        case let .stateRejected(plugin, status): return "\(plugin) refused its state: \(status)"
+        case let .invalidStateValue(key, reason): return "state value \(key): \(reason)"
         }
     }
 }

@@ -2,6 +2,7 @@
 import AudioGraph
 import CLADSPA
 import CLilv
+import CLV2Host
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -112,6 +113,91 @@ public final class PluginUnit: RenderCallbackUnit, @unchecked Sendable {
     /// The instances currently rendering, or 0 before the first plan at a new rate. Thread: control thread.
     public var instanceCount: Int { host.currentSet?.state.pointee.instanceCount ?? 0 }
 
+    // MARK: - log:log
+
+    /// The LV2 log message types (<https://lv2plug.in/ns/ext/log>).
+    public enum LogType: Int, CaseIterable, Sendable {
+        case error, warning, note, trace
+    }
+
+    /// How many messages of `type` the plugin's instances logged through log:log (every
+    /// instance of this unit shares one log). 0 for LADSPA. Thread: any.
+    public func logCount(_ type: LogType) -> UInt64 {
+        guard let log = host.log else { return 0 }
+        return ag_lv2_log_count(log, Int32(type.rawValue))
+    }
+
+    /// The latest message of `type` (at most 255 bytes, trailing newline removed), or nil when
+    /// there is none. Error and Warning messages also went to standard error as
+    /// `lv2 <URI>: error: <message>`. Thread: any.
+    public func latestLogMessage(_ type: LogType) -> String? {
+        guard let log = host.log else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(AG_LOG_TEXT))
+        guard ag_lv2_log_latest(log, Int32(type.rawValue), &buffer, buffer.count) != 0 else { return nil }
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    // MARK: - Worker
+
+    /// What the worker extension did for this unit's instances (summed over them, every rate
+    /// made so far).
+    public struct WorkerCounts: Sendable, Equatable {
+        /// Requests the plugin's schedule_work queued.
+        public var scheduled: UInt64 = 0
+        /// Requests refused (the ring was full, or the plugin gave no worker interface).
+        public var refused: UInt64 = 0
+        /// work() calls that succeeded.
+        public var worked: UInt64 = 0
+        /// work() calls that returned an error (nothing else happens: the plugin's run goes on).
+        public var failed: UInt64 = 0
+        /// Responses delivered to work_response() before a run.
+        public var responses: UInt64 = 0
+        /// Responses that did not fit the response ring (respond() was told no space).
+        public var lost: UInt64 = 0
+    }
+
+    /// Whether the instances have workers (the plugin uses the LV2 worker extension). Thread: any.
+    public var hasWorker: Bool { LV2.wantsWorker(info) }
+
+    /// The worker counters, or nil when the plugin has no worker. Thread: control thread.
+    public var workerCounts: WorkerCounts? {
+        guard hasWorker else { return nil }
+        var total = WorkerCounts()
+        for worker in host.allWorkers {
+            let c = ag_lv2_worker_get_counts(worker)
+            total.scheduled += c.scheduled; total.refused += c.refused; total.worked += c.worked
+            total.failed += c.failed; total.responses += c.responses; total.lost += c.lost
+        }
+        return total
+    }
+
+    // MARK: - State
+
+    /// Whether the plugin offers the LV2 state extension (`state:interface`). Thread: control thread.
+    public var hasState: Bool { host.hasStateInterface }
+
+    /// The plugin's own state (LV2 state extension), besides its parameters: what its save()
+    /// stores, read from the rendering instances (instance 0 when a mono plugin runs per
+    /// channel). May be called while the graph renders.
+    /// - Throws: ``PluginError/noStateInterface(_:)`` (LADSPA, or an LV2 plugin without it),
+    ///   ``PluginError/stateValueNotPortable(plugin:key:)`` for a value that is not plain
+    ///   portable data, ``PluginError/stateRejected(plugin:status:)`` when save() fails.
+    /// - Thread: control thread.
+    public func saveState() throws(PluginError) -> PluginState { try host.saveState() }
+
+    /// Restores `state` (from ``saveState()``, here or in another unit of the same plugin):
+    /// fresh instances are made, given the state, and replace the rendering ones at the next
+    /// render piece (restore() may not run concurrently with run(); the plugin's filters
+    /// and delay lines start from silence, as after a preset load). Units made later at
+    /// another rate get it too. Parameters are unchanged.
+    /// - Throws: ``PluginError/noStateInterface(_:)``, ``PluginError/invalidStateValue(key:reason:)``,
+    ///   ``PluginError/stateRejected(plugin:status:)`` when the plugin's restore() refuses
+    ///   (a wrong type, a missing key); ``PluginError/instantiateFailed(_:)``. On a throw
+    ///   nothing changed: the old instances keep rendering.
+    /// - Thread: control thread.
+    public func restoreState(_ state: PluginState) throws(PluginError) { try host.restoreState(state) }
+
     /// Makes instances for the plan's rate and channel count (see the type's documentation);
     /// a plugin that fails to instantiate at the new rate leaves the old ones, and the unit
     /// renders silence (counted) until a rate it can run at.
@@ -137,6 +223,8 @@ struct PluginRenderSet {
     var lv2Connect: LV2Connect?
     var lv2Run: LV2Run?
     var handles: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    /// Per instance, its worker (CLV2Host) or nil; nil when the plugin has none.
+    var workers: UnsafeMutablePointer<OpaquePointer?>?
     /// `[instance][port]` control cells.
     var cells: UnsafeMutablePointer<Float>
     var portCount: Int
@@ -166,7 +254,12 @@ struct PluginRenderSet {
     @_noLocks @inline(__always)
     func run(_ instance: Int, _ frames: Int) {
         if let r = ladspaRun { _unsafePerformance { r(handles[instance], UInt(frames)) } }
-        else if let r = lv2Run { _unsafePerformance { r(handles[instance], UInt32(frames)) } }
+        else if let r = lv2Run {
+            // Worker responses arrive before the run; end_run() follows every run (worker.h).
+            if let w = workers?[instance] { _unsafePerformance { ag_lv2_worker_deliver(w) } }
+            _unsafePerformance { r(handles[instance], UInt32(frames)) }
+            if let w = workers?[instance] { _unsafePerformance { ag_lv2_worker_end_run(w) } }
+        }
     }
 }
 
@@ -182,7 +275,14 @@ final class PluginHost: @unchecked Sendable {
     let nonFinite = Atomic<UInt64>(0)
     let current = Atomic<UInt>(0)
     private(set) var sets: [InstanceSet] = []
+    /// Sets replaced by a state restore: kept until the host goes (the render thread may still
+    /// be in one when it is replaced).
+    private var retired: [InstanceSet] = []
     private(set) var latencyFrames: Float?
+    /// The log:log every LV2 instance of this host is given (CLV2Host); nil for LADSPA.
+    let log: OpaquePointer?
+    /// The state last restored (``restoreState(_:)``), given to every set made after it.
+    private(set) var restoredState: PluginState?
     var currentSet: InstanceSet? { sets.first { UInt(bitPattern: $0.state) == current.load(ordering: .acquiring) } }
 
     init(_ info: PluginInfo) throws(PluginError) {
@@ -206,6 +306,14 @@ final class PluginHost: @unchecked Sendable {
                                                 isReadOnly: i >= info.controlInputs.count))
         }
         parameterInfos = infos
+        log = info.standard == .lv2 ? LV2.makeLog(info.identifier) : nil
+    }
+
+    deinit {
+        // Instances first (they may log while deactivated and cleaned up), then the log.
+        sets.removeAll()
+        retired.removeAll()
+        if let log { ag_lv2_log_free(log) }
     }
 
     /// Makes (or reuses) the set for `sampleRate` × `channels` and makes it current.
@@ -218,6 +326,7 @@ final class PluginHost: @unchecked Sendable {
         let outs = info.audioOutputs.count
         guard channels > 0, channels % outs == 0 else { throw .channelCount(channels, pluginOutputs: outs) }
         let set = try InstanceSet(self, sampleRate: sampleRate, instances: channels / outs, channels: channels, capacity: maximumFrames)
+        if let restoredState { try set.restore(restoredState, host: self) }
         sets.append(set)
         current.store(UInt(bitPattern: set.state), ordering: .releasing)
         if latencyFrames == nil, info.controlOutputs.contains(where: \.reportsLatency) {
@@ -225,6 +334,18 @@ final class PluginHost: @unchecked Sendable {
             let probe = try InstanceSet(self, sampleRate: sampleRate, instances: 1, channels: outs, capacity: 64)
             latencyFrames = probe.probeLatency()
         }
+    }
+
+    /// Every worker of every set (retired ones too). Thread: control thread.
+    var allWorkers: [OpaquePointer] { (sets + retired).flatMap { $0.workers } }
+
+    /// Makes `set` the only (and current) set, retiring the others, and remembers `state` for
+    /// sets made later. Thread: control thread.
+    func replaceSets(with set: InstanceSet, state: PluginState) {
+        retired += sets
+        sets = [set]
+        restoredState = state
+        current.store(UInt(bitPattern: set.state), ordering: .releasing)
     }
 
     /// One render call (or piece of one): control cells from the parameters, every instance
@@ -297,7 +418,7 @@ final class PluginHost: @unchecked Sendable {
     /// and activated. Freed (deactivated, cleaned up) on the control thread with the host.
     final class InstanceSet {
         let state: UnsafeMutablePointer<PluginRenderSet>
-        private var lv2Instances: [UnsafeMutablePointer<LilvInstance>] = []
+        private(set) var lv2Instances: [UnsafeMutablePointer<LilvInstance>] = []
         private var lv2Features: [LV2.Features] = []
         private let ladspa: UnsafePointer<LADSPA_Descriptor>?
         private let controlOutputs: [(id: Int, port: PluginPort)]
@@ -313,6 +434,7 @@ final class PluginHost: @unchecked Sendable {
             var lv2: [UnsafeMutablePointer<LilvInstance>] = []
             var features: [LV2.Features] = []
             func undo() {
+                for f in features { f.stopWorker() }
                 for i in 0..<made {
                     if let d = host.ladspaDescriptor { d.pointee.cleanup?(handles[i]) }
                 }
@@ -328,7 +450,7 @@ final class PluginHost: @unchecked Sendable {
                     handles[made] = handle
                 } else {
                     do throws(PluginError) {
-                        let (instance, f) = try LV2.instantiate(info, sampleRate: sampleRate, maximumFrames: capacity)
+                        let (instance, f) = try LV2.instantiate(info, sampleRate: sampleRate, maximumFrames: capacity, log: host.log)
                         lv2.append(instance)
                         features.append(f)
                         handles[made] = instance.pointee.lv2_handle
@@ -341,6 +463,11 @@ final class PluginHost: @unchecked Sendable {
             }
             lv2Instances = lv2
             lv2Features = features
+            var workers: UnsafeMutablePointer<OpaquePointer?>?
+            if features.contains(where: { $0.worker != nil }) {
+                workers = .allocate(capacity: instances)
+                for (i, f) in features.enumerated() { workers![i] = f.worker }
+            }
             let cells = UnsafeMutablePointer<Float>.allocate(capacity: max(1, instances * portCount))
             cells.initialize(repeating: 0, count: max(1, instances * portCount))
             func indices(_ ports: [PluginPort]) -> UnsafeMutablePointer<UInt32> {
@@ -366,7 +493,7 @@ final class PluginHost: @unchecked Sendable {
                 sampleRate: sampleRate, channels: channels, instanceCount: instances,
                 ladspaConnect: host.ladspaDescriptor?.pointee.connect_port, ladspaRun: host.ladspaDescriptor?.pointee.run,
                 lv2Connect: lv2.first?.pointee.lv2_descriptor.pointee.connect_port, lv2Run: lv2.first?.pointee.lv2_descriptor.pointee.run,
-                handles: handles, cells: cells, portCount: portCount,
+                handles: handles, workers: workers, cells: cells, portCount: portCount,
                 audioIn: indices(info.audioInputs), audioInCount: info.audioInputs.count,
                 audioOut: indices(info.audioOutputs), audioOutCount: info.audioOutputs.count,
                 controls: indices(host.controls), controlInCount: host.controlInCount, controlOutCount: info.controlOutputs.count,
@@ -390,6 +517,9 @@ final class PluginHost: @unchecked Sendable {
             for instance in lv2 { lilv_instance_activate(instance) }
         }
 
+        /// The instances' workers.
+        var workers: [OpaquePointer] { lv2Features.compactMap(\.worker) }
+
         /// Runs instance 0 for 1 frame of silence and reads its latency port (frames).
         func probeLatency() -> Float? {
             let s = state.pointee
@@ -411,11 +541,14 @@ final class PluginHost: @unchecked Sendable {
                     d.pointee.cleanup?(s.handles[i])
                 }
             }
+            // Workers first: work() may be running on an instance.
+            for f in lv2Features { f.stopWorker() }
             for instance in lv2Instances {
                 lilv_instance_deactivate(instance)
                 lilv_instance_free(instance)
             }
             lv2Features.removeAll()
+            s.workers?.deallocate()
             s.handles.deallocate(); s.cells.deallocate(); s.audioIn.deallocate(); s.audioOut.deallocate()
             s.controls.deallocate(); s.controlKinds.deallocate(); s.points.deallocate(); s.pointOffsets.deallocate()
             s.zeros.deallocate()
