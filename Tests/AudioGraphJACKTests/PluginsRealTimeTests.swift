@@ -91,3 +91,67 @@ extension JACKIntegration {
         }
     }
 }
+
+/// Builds Tests/PluginFixtures/hostfeatures.c with cc into a temporary LV2 bundle and loads it
+/// (once per process): the fixture plugins using log:log and the worker extension.
+let realTimeHostFeaturesBundle: Result<String, any Error> = Result {
+    let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("PluginFixtures").path
+    let folder = NSTemporaryDirectory() + "ag-rt-hostfeatures-\(getpid())/hostfeatures.lv2"
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    for file in ["manifest.ttl", "plugin.ttl"] {
+        try? FileManager.default.removeItem(atPath: folder + "/" + file)
+        try FileManager.default.copyItem(atPath: fixtures + "/hostfeatures.lv2/" + file, toPath: folder + "/" + file)
+    }
+    let cc = Process()
+    cc.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
+    cc.arguments = ["-shared", "-fPIC", "-O2", "-o", folder + "/hostfeatures.so", fixtures + "/hostfeatures.c", "-lm"]
+    try cc.run()
+    cc.waitUntilExit()
+    guard cc.terminationStatus == 0 else { throw PluginError.instantiateFailed("cc exited with \(cc.terminationStatus)") }
+    try LV2.loadBundle(folder)
+    return folder
+}
+
+extension JACKIntegration.PluginsRealTimeTests {
+    /// The fixture plugins that log a Trace in every run() and schedule worker requests in
+    /// every run() (the worker's responses delivered before the next run, end_run() after it),
+    /// pulled by the JACK driver while this thread edits the worker's gain: the render-thread
+    /// side of log:log and the worker neither allocates nor locks, and the responses arrive.
+    @Test func logAndWorkerNeitherAllocateNorLockOnTheProcessThread() throws {
+        _ = try realTimeHostFeaturesBundle.get()
+        let graph = AudioGraph()
+        let io = IOUnit()
+        let ioNode = try graph.addNode(io)
+        let logger = try PluginUnit(lv2: "urn:audiograph:test:log")
+        let worker = try PluginUnit(lv2: "urn:audiograph:test:worker")
+        let nodes = [try graph.addNode(logger), try graph.addNode(worker)]
+        try graph.setNodeInputCallback(nodes[0], inputElement: 0) { _, _, buffers in
+            alloccounter_arm_this_thread()
+            for c in 0..<buffers.channelCount {
+                let out = buffers[c]
+                for f in 0..<out.count { out[f] = 0.5 }
+            }
+            return 0
+        }
+        try graph.connectNodeInput(nodes[0], sourceOutputElement: 0, nodes[1], destinationInputElement: 0)
+        try graph.connectNodeInput(nodes[1], sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        let counted = try CountedProcessThread(graph: graph, clientName: "ag-plugins-rt-worker", connectPhysicalPorts: false)
+        let gain = try worker.parameterID(symbol: "gain_db")
+        let traces = logger.logCount(.trace)
+        var random = SplitMix64(seed: 0x3017_2E)
+        let deadline = Date().addingTimeInterval(1.5)
+        while Date() < deadline {
+            try worker.setParameter(gain, -40 + Float(random(400)) / 10, scope: .global)
+            usleep(2_000)
+        }
+        try worker.setParameter(gain, -6.0206, scope: .global)
+        usleep(300_000)
+        counted.expectNeitherAllocationNorLock("the log and the worker")
+        let counts = try #require(worker.workerCounts)
+        #expect(counts.scheduled >= 100 && counts.responses >= 100 && counts.failed == 0, "\(counts)")
+        #expect(logger.logCount(.trace) - traces >= 100, "\(logger.logCount(.trace) - traces) traces from run()")
+        let applied = try worker.parameter(try worker.parameterID(symbol: "applied"), scope: .global)
+        #expect(abs(applied - 0.5) < 1e-3, "the last response applied: \(applied)")
+    }
+}
