@@ -84,10 +84,13 @@ struct NodeSpec: Equatable {
     var inputParameters: [[String: Float]]
     /// The line of the node's object in the file.
     var line: Int
+    /// An LV2 node's plugin state (the LV2 state extension), restored into its unit when made.
+    var state: PluginState? = nil
 
-    /// Whether `other` needs a new unit (type, element count or format differ) rather than
-    /// new parameter values.
-    func sameShape(as other: NodeSpec) -> Bool { type == other.type && shape == other.shape }
+    /// Whether `other` needs a new unit (type, element count, format or plugin state differ)
+    /// rather than new parameter values. A changed state makes a new unit: LV2's restore() may
+    /// not run beside the rendering instance's run().
+    func sameShape(as other: NodeSpec) -> Bool { type == other.type && shape == other.shape && state == other.state }
 
     static func == (a: NodeSpec, b: NodeSpec) -> Bool {
         a.id == b.id && a.sameShape(as: b) && a.parameters == b.parameters && a.inputParameters == b.inputParameters
@@ -269,7 +272,7 @@ struct GraphFileReader {
             throw error(path + [.key("type")], "must be one of: \(NodeType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         try checkKeys(o, path, allowed: Set(["id", "type", "parameters", "comment"] + type.fields.map(\.name)
-                                             + (type == .mixer ? ["inputParameters"] : [])))
+                                             + (type == .mixer ? ["inputParameters"] : []) + (type == .lv2 ? ["state"] : [])))
         var shape: Shape = [:]
         for field in type.fields {
             guard let value = o[field.name] else { continue }
@@ -311,6 +314,16 @@ struct GraphFileReader {
         if let output = try? unit.streamFormat(scope: .output, element: 0),
            let atRate = try? output.withSampleRate(sampleRate ?? StreamFormat.maximumSampleRate) {
             try? unit.setStreamFormat(atRate, scope: .output, element: 0)
+        }
+        var state: PluginState?
+        if let value = o["state"], let plugin = unit as? PluginUnit {
+            let parsed = try readState(value, path + [.key("state")])
+            // Restored into this unit now, so a value the plugin refuses is this file's error.
+            do { try plugin.restoreState(parsed) } catch {
+                if case let .invalidStateValue(key, _) = error { throw self.error(path + [.key("state"), .key(key)], "\(error)") }
+                throw self.error(path + [.key("state")], "\(error)")
+            }
+            state = parsed
         }
         let table = ParameterTable(of: unit, sampleRate: sampleRate, rateNote: rateNote)
         let inputs = type.inputCount(shape)
@@ -354,7 +367,46 @@ struct GraphFileReader {
             }
         }
         return NodeSpec(id: id, type: type, shape: shape, inputs: inputs, outputs: type.outputCount(shape, fileChannels: channels),
-                        parameters: parameters, inputParameters: inputParameters, line: locator.line(of: path))
+                        parameters: parameters, inputParameters: inputParameters, line: locator.line(of: path), state: state)
+    }
+
+    /// An lv2 node's "state": `{"<key URI>": {"type": "<type URI>", "value": number or text}}`,
+    /// or `"base64": "…"` instead of "value" for any other type's bytes. Types may be written
+    /// `atom:Float` for `http://lv2plug.in/ns/ext/atom#Float` (the prefix jalv's and Carla's
+    /// Turtle state uses).
+    private func readState(_ value: Any, _ path: [JSONPathStep]) throws(GraphFileError) -> PluginState {
+        guard let object = value as? [String: Any] else {
+            throw error(path, "must be an object {\"<key URI>\": {\"type\": \"atom:Float\", \"value\": 1.5}, …}")
+        }
+        var state = PluginState()
+        for key in object.keys.sorted() {
+            let at = path + [.key(key)]
+            guard key.contains(":") else { throw error(at, "a state key must be a URI (the plugin's property, e.g. http://example.org/plugin#gain)") }
+            guard let entry = object[key] as? [String: Any] else { throw error(at, "must be an object {\"type\": URI, \"value\": number or text} or {\"type\": URI, \"base64\": …}") }
+            try checkKeys(entry, at, allowed: ["type", "value", "base64"])
+            guard var type = entry["type"] as? String, type.contains(":") else { throw error(at + [.key("type")], "must be a type URI, e.g. atom:Float") }
+            if type.hasPrefix("atom:") { type = "http://lv2plug.in/ns/ext/atom#" + type.dropFirst(5) }
+            if entry["value"] != nil && entry["base64"] != nil { throw error(at, "give \"value\" or \"base64\", not both") }
+            if let encoded = entry["base64"] {
+                guard let text = encoded as? String, let data = Data(base64Encoded: text) else { throw error(at + [.key("base64")], "must be base64 text") }
+                state.values[key] = PluginState.Value(type: type, bytes: Array(data))
+                continue
+            }
+            guard entry["value"] is NSNumber || entry["value"] is String else {
+                throw error(at, "needs \"value\" (a number or text) or \"base64\" (bytes)")
+            }
+            do throws(PluginError) {
+                // JSON true and false are numbers here (1, 0): an atom:Bool takes them.
+                if let number = entry["value"] as? NSNumber {
+                    state.values[key] = try PluginState.Value(type: type, number: number.doubleValue, key: key)
+                } else if let text = entry["value"] as? String {
+                    state.values[key] = try PluginState.Value(type: type, text: text, key: key)
+                }
+            } catch {
+                throw self.error(at + [.key("value")], "\(error)")
+            }
+        }
+        return state
     }
 
     /// "node" or "node:element"; "io" alone is element 1 as a source, 0 as a destination.

@@ -4,6 +4,7 @@
 // connections changed) queued and swapped in together by one update(). All or nothing: a
 // version that fails leaves the running graph exactly as it was.
 import AudioGraph
+import AudioGraphPlugins
 
 /// The running graph and the file version it follows.
 final class LiveGraph {
@@ -155,6 +156,9 @@ final class LiveGraph {
 
     private func makeUnit(_ node: NodeSpec, channels: Int) throws(NodeTypeError) -> AudioUnit {
         let unit = try node.type.makeUnit(node.shape, fileChannels: channels, sampleRate: sampleRate > 0 ? sampleRate : 48_000)
+        if let state = node.state, let plugin = unit as? PluginUnit {
+            do { try plugin.restoreState(state) } catch { throw NodeTypeError(field: "state", message: "\(error)") }
+        }
         _ = setParameters(of: unit, node, previous: nil)
         return unit
     }

@@ -307,10 +307,11 @@ public final class ToolProcess: @unchecked Sendable {
         try self.init("graphthru", arguments, server: server)
     }
 
-    public init(_ executable: String, _ arguments: [String], server: String) throws {
+    /// `executable` with `arguments`, this process's environment plus `environment` (e.g. `LV2_PATH`).
+    public init(_ executable: String, _ arguments: [String], server: String, environment extra: [String: String] = [:]) throws {
         process.executableURL = ToolProcess.binary(executable)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         environment["JACK_DEFAULT_SERVER"] = server
         environment["JACK_NO_START_SERVER"] = "1"
         process.environment = environment
