@@ -299,6 +299,8 @@ enum NodeType: String, CaseIterable {
                      "  audio: \(info.audioInputs.count) in, \(info.audioOutputs.count) out"]
         if !info.requiredFeatures.isEmpty { lines.append("  requires: \(info.requiredFeatures.joined(separator: ", "))") }
         if let unit = try? PluginUnit(info) {
+            if unit.hasState { lines.append("  state: the LV2 state extension (a file's \"state\": {\"<key URI>\": {\"type\": …, \"value\": …}})") }
+            if unit.hasWorker { lines.append("  worker: the LV2 worker extension (a worker thread per instance)") }
             for p in unit.parameterList(scope: .global) {
                 guard let port = unit.port(forParameter: p.id) else { continue }
                 var line = "  \(p.isReadOnly ? "output" : "parameter") \(port.symbol) (id \(p.id), \"\(port.name)\"): \(ParameterTable.describe(p))"

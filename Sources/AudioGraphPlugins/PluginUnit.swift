@@ -31,9 +31,14 @@ import Glibc
 /// once after instantiation (one silent run of a separate instance) and reported as the unit's
 /// latency, so the graph compensates parallel paths and reports it.
 ///
+/// LV2 host features (Docs/Plugins.md, "Host features"): every instance gets log:log (messages
+/// counted and kept per type: ``logCount(_:)``, ``latestLogMessage(_:)``); a plugin using the
+/// worker extension gets a worker thread per instance (``workerCounts``); a plugin with the
+/// state extension can save and restore its own state (``saveState()``, ``restoreState(_:)``).
+///
 /// Thread: create, set formats and read ports on a control thread; parameters from any thread
-/// (lock-free); the render thread only connects ports, runs, and replaces non-finite output
-/// samples by 0 (counted in ``nonFiniteSampleCount``).
+/// (lock-free); the render thread only connects ports, delivers worker responses, runs, and
+/// replaces non-finite output samples by 0 (counted in ``nonFiniteSampleCount``).
 /// SAFETY (`@unchecked Sendable`): as ``RenderCallbackUnit``; the host's sets are made and freed
 /// on the control thread, the render thread reads the current one through an atomic.
 public final class PluginUnit: RenderCallbackUnit, @unchecked Sendable {
