@@ -333,7 +333,7 @@ struct GraphFileReader {
             for key in dict.keys.sorted() {
                 let at = path + [.key("parameters"), .key(key)]
                 guard let info = table.node[key] else {
-                    throw error(at, "a \(type.rawValue) has no parameter '\(key)' (it has: \(table.node.keys.sorted().joined(separator: ", ")))")
+                    throw error(at, "\(type.rawValue.first.map { "aeiou".contains($0) } == true || type == .lv2 ? "an" : "a") \(type.rawValue) has no parameter '\(key)' (it has: \(table.node.keys.sorted().joined(separator: ", ")))")
                 }
                 // An indexed parameter may be named: "waveform": "sawtooth".
                 let names = type.valueNames[key] ?? []

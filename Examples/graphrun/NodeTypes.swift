@@ -270,15 +270,24 @@ enum NodeType: String, CaseIterable {
                 lines.append("  input parameter \(name) (\"inputParameters\": [{…} per input]): \(ParameterTable.describe(info))")
             }
         }
+        let typesMatched = lines.count > 1
         lines.append("")
-        lines.append("plugins (\"type\": \"lv2\" with \"uri\", or \"ladspa\" with \"label\" and \"library\"; graphrun --info NAME for parameters):")
+        lines.append("plugins (\"type\": \"lv2\" with \"uri\", or \"ladspa\" with \"label\", and \"library\" where two libraries share a label; graphrun --info NAME for parameters):")
+        var pluginsListed = 0, unhostable = 0
         for info in LV2.scan() + LADSPA.scan() {
             let line = info.standard == .lv2
                 ? "lv2 \(info.identifier) \"\(info.name)\" {\"type\": \"lv2\", \"uri\": \"\(info.identifier)\"}"
                 : "ladspa \(info.label) (\(info.uniqueID)) \"\(info.name)\" {\"type\": \"ladspa\", \"label\": \"\(info.label)\", \"library\": \"\(info.library)\"}"
             if let needle, !line.lowercased().contains(needle) { continue }
+            // Only what a file can use: the others are counted, and --info says why.
+            if info.hostingProblem != nil { unhostable += 1; continue }
             lines.append("  " + line)
+            pluginsListed += 1
         }
+        if unhostable > 0 {
+            lines.append("  (and \(unhostable) installed plugin\(unhostable == 1 ? "" : "s") not listed: \(unhostable == 1 ? "it cannot" : "they cannot") be hosted here, as instruments or with more audio inputs than outputs; graphrun --info NAME says why)")
+        }
+        if let text, !typesMatched, pluginsListed == 0 { lines.append("nothing matches '\(text)'") }
         return lines.joined(separator: "\n")
     }
 
@@ -286,9 +295,12 @@ enum NodeType: String, CaseIterable {
     /// an LV2 URI, a LADSPA label or unique ID; nil when nothing has that name.
     static func pluginDescription(_ name: String) -> String? {
         let info: PluginInfo
-        if let found = try? LV2.find(uri: name) {
+        // Only a URI is asked of lilv (it complains on stderr about anything else); a LADSPA
+        // plugin by label, unique ID or its identifier (library:label).
+        let looksLikeURI = name.contains("://") || name.hasPrefix("urn:")
+        if looksLikeURI, let found = try? LV2.find(uri: name) {
             info = found
-        } else if let found = LADSPA.scan().first(where: { $0.label == name || String($0.uniqueID) == name }) {
+        } else if let found = LADSPA.scan().first(where: { $0.label == name || String($0.uniqueID) == name || $0.identifier == name }) {
             info = found
         } else {
             return nil
@@ -298,7 +310,7 @@ enum NodeType: String, CaseIterable {
                      "  component: \(info.componentDescription) (subtype 0x\(String(info.componentDescription.componentSubType, radix: 16)))",
                      "  audio: \(info.audioInputs.count) in, \(info.audioOutputs.count) out"]
         if !info.requiredFeatures.isEmpty { lines.append("  requires: \(info.requiredFeatures.joined(separator: ", "))") }
-        if let unit = try? PluginUnit(info) {
+        if info.hostingProblem == nil, let unit = try? PluginUnit(info) {
             if unit.hasState { lines.append("  state: the LV2 state extension (a file's \"state\": {\"<key URI>\": {\"type\": …, \"value\": …}})") }
             if unit.hasWorker { lines.append("  worker: the LV2 worker extension (a worker thread per instance)") }
             for p in unit.parameterList(scope: .global) {
@@ -310,8 +322,10 @@ enum NodeType: String, CaseIterable {
                 if !port.scalePoints.isEmpty { line += "; values: " + port.scalePoints.map { "\($0.value) = \($0.label)" }.joined(separator: ", ") }
                 lines.append(line)
             }
+        } else if let problem = info.hostingProblem {
+            lines.append("  cannot be hosted here: \(problem)")
         } else {
-            lines.append("  (cannot be hosted here)")
+            do throws(PluginError) { _ = try PluginUnit(info) } catch { lines.append("  cannot be hosted here: \(error)") }
         }
         return lines.joined(separator: "\n")
     }

@@ -116,9 +116,18 @@ struct Options {
             tool.fail("\(given.count) \(flag) ports but only \(channels) (raise --channels)", status: ExitStatus.usage)
         }
         for plugin in o.inserts {
+            if let problem = plugin.hostingProblem { tool.fail("--insert: \(problem)", status: ExitStatus.usage) }
+            if plugin.audioInputs.isEmpty {
+                tool.fail("--insert: \(plugin.description) has no audio input, so it cannot go in the chain (a generator: use it as a source node in a graphrun file)", status: ExitStatus.usage)
+            }
             let outputs = plugin.audioOutputs.count
-            guard outputs > 0, plugin.audioInputs.count <= outputs, o.client.channels % outputs == 0 else {
-                tool.fail("--insert: \(plugin.description) has \(plugin.audioInputs.count) audio inputs and \(outputs) outputs: it cannot process \(channels) (--channels must be a multiple of its outputs)", status: ExitStatus.usage)
+            guard o.client.channels % outputs == 0 else {
+                tool.fail("--insert: \(plugin.description) has \(outputs) audio outputs: it cannot process \(channels) (--channels must be a multiple of \(outputs))", status: ExitStatus.usage)
+            }
+            // Instantiated once here, so a plugin whose library does not load or whose
+            // instantiate fails is refused as a bad option, before JACK is joined.
+            do throws(PluginError) { _ = try PluginUnit(plugin, channels: o.client.channels) } catch {
+                tool.fail("--insert: \(error)", status: ExitStatus.usage)
             }
         }
         if let path = o.record {

@@ -102,6 +102,30 @@ public struct PluginInfo: Sendable, CustomStringConvertible {
     public var audioInputs: [PluginPort] { ports.filter { $0.kind == .audio && $0.isInput } }
     /// The audio output ports, in index order.
     public var audioOutputs: [PluginPort] { ports.filter { $0.kind == .audio && !$0.isInput } }
+
+    /// Why this plugin cannot be a graph unit here, as the error ``PluginUnit/init(_:channels:)``
+    /// throws for it; nil when it can (its library may still fail to load or instantiate, which
+    /// only trying finds). A unit's audio ports are one input and one output element, so there
+    /// must be outputs, no more inputs than outputs, and no required event, atom or CV port; an
+    /// LV2 plugin must require only features in ``LV2/providedFeatures``.
+    /// The one check behind the registry, `graphrun --list` and `graphthru --insert`.
+    public var hostingProblem: PluginError? {
+        func count(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
+        let outs = audioOutputs.count, ins = audioInputs.count
+        if outs == 0 {
+            return .unsupportedPorts(plugin: identifier, reason: ins == 0 ? "no audio ports" : "\(count(ins, "audio input")) and no audio outputs")
+        }
+        if ins > outs {
+            return .unsupportedPorts(plugin: identifier, reason: "\(count(ins, "audio input")) but only \(count(outs, "output")) (a unit needs an output for each input)")
+        }
+        if let other = ports.first(where: { if case .other = $0.kind { return !$0.isOptional } else { return false } }) {
+            return .unsupportedPorts(plugin: identifier, reason: "port \(other.symbol) is neither audio nor control (an event, atom or CV port; instruments are not hosted)")
+        }
+        if standard == .lv2, let missing = requiredFeatures.first(where: { !LV2.providedFeatures.contains($0) }) {
+            return .missingFeature(plugin: identifier, feature: missing)
+        }
+        return nil
+    }
     /// The control input ports, in index order: the unit's writable parameters, IDs 0…n−1.
     public var controlInputs: [PluginPort] { ports.filter { $0.kind == .control && $0.isInput } }
     /// The control output ports, in index order: the unit's read-only parameters, IDs after the inputs'.
@@ -175,7 +199,7 @@ public enum PluginError: Error, Equatable, CustomStringConvertible {
         case let .unknownLabel(label, list): return "no LADSPA plugin has the label or ID \(label)\(near(list))"
         case let .notALADSPALibrary(path, reason): return "\(path) is not a LADSPA library: \(reason)"
         case let .missingFeature(plugin, feature): return "\(plugin) requires the LV2 feature \(feature), which this host does not provide"
-        case let .instantiateFailed(plugin): return "\(plugin) failed to instantiate"
+        case let .instantiateFailed(plugin): return "\(plugin) failed to instantiate (its library did not load, or its instantiate returned nothing; lilv or the plugin may have said why)"
         case let .unsupportedPorts(plugin, reason): return "\(plugin) cannot be hosted: \(reason)"
         case let .unknownPortSymbol(symbol, valid): return "no control port \(symbol) (valid: \(valid.joined(separator: ", ")))"
         case let .channelCount(channels, outputs): return "\(channels) channels do not fit a plugin with \(outputs) audio outputs (use a multiple)"

@@ -38,10 +38,7 @@ public enum PluginComponents {
     /// instances are ``PluginUnit``s (a plugin that fails to instantiate throws
     /// ``AudioUnitError/failedInitialization``).
     static func component(_ info: PluginInfo) -> AudioComponent? {
-        let outs = info.audioOutputs.count
-        guard outs > 0, info.audioInputs.count <= outs,
-              !info.ports.contains(where: { if case .other = $0.kind { return !$0.isOptional } else { return false } })
-        else { return nil }
+        guard info.hostingProblem == nil else { return nil }
         return AudioComponent(info.componentDescription, name: "\(info.maker.isEmpty ? info.standard.rawValue : info.maker): \(info.name)",
                               origin: info.standard.rawValue, identifier: info.identifier) { () throws(AudioUnitError) -> AudioUnit in
             do { return try PluginUnit(info) } catch { throw .failedInitialization }

@@ -57,12 +57,8 @@ public final class PluginUnit: RenderCallbackUnit, @unchecked Sendable {
     ///   ``PluginError/missingFeature(plugin:feature:)``; ``PluginError/instantiateFailed(_:)``.
     /// - Thread: control thread; loads and instantiates the plugin.
     public init(_ info: PluginInfo, channels: Int? = nil) throws(PluginError) {
+        if let problem = info.hostingProblem { throw problem }
         let outs = info.audioOutputs.count, ins = info.audioInputs.count
-        guard outs > 0 else { throw .unsupportedPorts(plugin: info.identifier, reason: "no audio outputs") }
-        guard ins <= outs else { throw .unsupportedPorts(plugin: info.identifier, reason: "\(ins) audio inputs but \(outs) outputs") }
-        if let other = info.ports.first(where: { if case .other = $0.kind { return !$0.isOptional } else { return false } }) {
-            throw .unsupportedPorts(plugin: info.identifier, reason: "port \(other.symbol) is neither audio nor control")
-        }
         let channelCount = channels ?? (outs == 1 ? 2 : outs)
         guard channelCount > 0, channelCount <= 64, channelCount % outs == 0 else { throw .channelCount(channelCount, pluginOutputs: outs) }
         self.info = info

@@ -114,7 +114,7 @@ extension JACKIntegration {
             #expect(try check(Self.file.replacingOccurrences(of: "swh-plugins/amp\"", with: "swh-plugins/ampp\""))
                 .contains(":2: nodes[0].uri: no installed LV2 plugin has the URI http://plugin.org.uk/swh-plugins/ampp (near: http://plugin.org.uk/swh-plugins/amp"))
             #expect(try check(Self.file.replacingOccurrences(of: "\"gain\"", with: "\"gian\""))
-                .contains(":2: nodes[0].parameters.gian: a lv2 has no parameter 'gian' (it has: gain)"))
+                .contains(":2: nodes[0].parameters.gian: an lv2 has no parameter 'gian' (it has: gain)"))
             #expect(try check(Self.file.replacingOccurrences(of: "\"lpf\"", with: "\"lpff\""))
                 .contains(":3: nodes[1].label: no LADSPA plugin has the label or ID lpff (near: lpf)"))
             #expect(try check(Self.file.replacingOccurrences(of: "\"filter.so\"", with: "\"/etc/hostname\""))
@@ -160,6 +160,15 @@ extension JACKIntegration {
             let stereo = try ToolProcess(["--insert", "amp_stereo", "--channels", "1", "--no-autoconnect"], server: server)
             #expect(stereo.waitForExit() == 2)
             #expect(stereo.stderr.contains("it cannot process 1 channel"), "\(stereo.stderr)")
+            // Installed plugins that cannot go in the chain, each with its reason: an instrument
+            // (an event port), more inputs than outputs, a generator (no audio input).
+            for (plugin, reason) in [("http://drobilla.net/plugins/mda/DX10", "port event_in is neither audio nor control"),
+                                     ("http://plugin.org.uk/swh-plugins/modDelay", "2 audio inputs but only 1 output"),
+                                     ("sine_fcac", "has no audio input, so it cannot go in the chain")] {
+                let refused = try ToolProcess(["--insert", plugin, "--no-autoconnect"], server: server)
+                #expect(refused.waitForExit() == 2, "\(plugin)")
+                #expect(refused.stderr.contains(reason), "\(plugin): \(refused.stderr)")
+            }
         }
     }
 }

@@ -141,6 +141,26 @@ struct PluginUnitTests {
         }
     }
 
+    /// Installed plugins that cannot be units say why, through one check: an instrument (a
+    /// required event port) and a plugin with more audio inputs than outputs are refused by
+    /// PluginUnit with that reason, and are not components; an effect has no problem.
+    @Test func unhostablePluginsSayWhyAndAreNotComponents() throws {
+        let instrument = try LV2.find(uri: "http://drobilla.net/plugins/mda/DX10")
+        let problem = try #require(instrument.hostingProblem)
+        #expect("\(problem)".contains("port event_in is neither audio nor control"), "\(problem)")
+        #expect(throws: problem) { try PluginUnit(instrument) }
+        let twoIntoOne = try LV2.find(uri: "http://plugin.org.uk/swh-plugins/modDelay")
+        #expect(twoIntoOne.hostingProblem == .unsupportedPorts(plugin: twoIntoOne.identifier,
+                                                               reason: "2 audio inputs but only 1 output (a unit needs an output for each input)"))
+        #expect(try LV2.find(uri: "http://plugin.org.uk/swh-plugins/amp").hostingProblem == nil)
+        componentRegistryTestLock.withLock { _ in
+            PluginComponents.register()
+            let identifiers = Set(AudioComponentRegistry.all.map(\.identifier))
+            #expect(!identifiers.contains(instrument.identifier) && !identifiers.contains(twoIntoOne.identifier))
+            #expect(identifiers.contains("http://plugin.org.uk/swh-plugins/amp"))
+        }
+    }
+
     @Test func controlPortsBecomeParameters() throws {
         let unit = try PluginUnit(lv2: "http://plugin.org.uk/swh-plugins/buttlow_iir")
         let list = unit.parameterList(scope: .global)
