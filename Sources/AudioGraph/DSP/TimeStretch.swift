@@ -122,24 +122,25 @@ struct TimeStretchState {
     }
 
     /// Makes the instances and staging for a fresh state at `state` (zeroed memory of
-    /// ``byteCount(channels:backlogFrames:)`` bytes). With `soundTouch`, SoundTouch is created
-    /// with WSOLA's overlap of `overlapMilliseconds` and warmed up at the tempos `warmTempos`
-    /// (so its buffers have grown to what those tempos need before the render thread uses it).
-    /// Returns false (the state left unusable: the kernel renders silence) when a library refuses.
-    /// Control thread; allocates.
+    /// ``byteCount(channels:backlogFrames:)`` bytes). With `tempoRange`, SoundTouch is created
+    /// with WSOLA's overlap of `overlapMilliseconds` and warmed up over that range
+    /// (``warmUp(_:channels:sampleRate:tempoRange:)``), so its buffers have grown to what any
+    /// tempo in it, and any jump between two of them, needs before the render thread uses it;
+    /// without, varispeed (libsamplerate only). Returns false (the state left unusable: the
+    /// kernel renders silence) when a library refuses. Control thread; allocates.
     static func prepare(_ state: UnsafeMutableRawPointer, channels: Int, sampleRate: Double, backlogFrames: Int,
-                        counters: UnsafeMutablePointer<Atomic<UInt64>>, soundTouch: Bool, overlapMilliseconds: Int,
-                        warmTempos: [Double]) -> Bool {
+                        counters: UnsafeMutablePointer<Atomic<UInt64>>, overlapMilliseconds: Int,
+                        tempoRange: ClosedRange<Double>?) -> Bool {
         var error: Int32 = 0
         guard channels > 0, let src = src_new(Int32(SRC_SINC_MEDIUM_QUALITY), Int32(channels), &error) else { return false }
         var st: OpaquePointer? = nil
-        if soundTouch {
+        if let tempoRange {
             guard let made = csoundtouch_create(UInt32(channels), UInt32(sampleRate.rounded())) else {
                 src_delete(src)
                 return false
             }
             _ = csoundtouch_set_setting(made, Int32(CSOUNDTOUCH_SETTING_OVERLAP_MS), Int32(overlapMilliseconds))
-            warmUp(made, channels: channels, sampleRate: sampleRate, tempos: warmTempos)
+            warmUp(made, channels: channels, sampleRate: sampleRate, tempoRange: tempoRange)
             st = made
         }
         let start = st.map { Int(csoundtouch_get_setting($0, Int32(CSOUNDTOUCH_SETTING_INITIAL_LATENCY))) } ?? 0
@@ -156,30 +157,37 @@ struct TimeStretchState {
         return true
     }
 
-    /// Runs zeros through SoundTouch at each tempo so its internal buffers reach the sizes
-    /// those tempos need; then clears it (clearing keeps the buffers). Above tempo 1 one large
-    /// put grows the input buffer to a few WSOLA sequences' input at once (growing it a chunk
-    /// at a time would move its whole content on every put); at and below tempo 1 the input is
-    /// fed as the kernel feeds it (``putFrames(tempo:)`` per put, drained after each), for
-    /// 0.1 s of input. Control thread.
-    static func warmUp(_ st: OpaquePointer, channels: Int, sampleRate: Double, tempos: [Double]) {
+    /// Runs zeros through SoundTouch so that its FIFOs (which grow on demand with `new[]`, in
+    /// 4 kB steps, and never shrink; `clear()` keeps them) reach the largest sizes the kernel
+    /// can ask of them within `tempoRange`:
+    /// 1. at the top tempo, one large put: the input FIFO grows to the most input WSOLA holds
+    ///    (its `sampleReq` is largest at the highest tempo) plus a put;
+    /// 2. the tempo dropped to the bottom with that input still held, then one put: every
+    ///    sequence the held input allows comes out at once, the most output any put can make
+    ///    (held input is largest after the top tempo; each sequence consumes least at the bottom);
+    /// 3. at the bottom and at 1, fed as the kernel feeds (``putFrames(tempo:)`` per put,
+    ///    drained after each) for 0.1 s of input.
+    /// Then cleared. Control thread; allocates.
+    static func warmUp(_ st: OpaquePointer, channels: Int, sampleRate: Double, tempoRange: ClosedRange<Double>) {
         var sink = [Float](repeating: 0, count: chunk * channels)
-        for tempo in tempos {
+        func drain() { while csoundtouch_receive_samples(st, &sink, UInt32(chunk)) > 0 {} }
+        let top = tempoRange.upperBound, bottom = tempoRange.lowerBound
+        csoundtouch_set_tempo(st, max(top, 1))
+        let block = Int(max(top, 1) * 0.3 * sampleRate) + Int(0.25 * sampleRate)
+        let zeros = [Float](repeating: 0, count: block * channels)
+        csoundtouch_put_samples(st, zeros, UInt32(block))
+        drain()
+        csoundtouch_set_tempo(st, min(bottom, 1))
+        csoundtouch_put_samples(st, zeros, UInt32(chunk))
+        drain()
+        for tempo in [min(bottom, 1), 1] {
             csoundtouch_set_tempo(st, tempo)
-            if tempo > 1 {
-                let block = Int(tempo * 0.3 * sampleRate) + Int(0.25 * sampleRate)
-                let zeros = [Float](repeating: 0, count: block * channels)
-                csoundtouch_put_samples(st, zeros, UInt32(block))
-                while csoundtouch_receive_samples(st, &sink, UInt32(chunk)) > 0 {}
-            } else {
-                let zeros = [Float](repeating: 0, count: chunk * channels)
-                let put = putFrames(tempo: tempo)
-                var fed = 0
-                while fed < Int(0.1 * sampleRate) {
-                    csoundtouch_put_samples(st, zeros, UInt32(put))
-                    fed += put
-                    while csoundtouch_receive_samples(st, &sink, UInt32(chunk)) > 0 {}
-                }
+            let put = putFrames(tempo: tempo)
+            var fed = 0
+            while fed < Int(0.1 * sampleRate) {
+                csoundtouch_put_samples(st, zeros, UInt32(put))
+                fed += put
+                drain()
             }
         }
         csoundtouch_set_tempo(st, 1)

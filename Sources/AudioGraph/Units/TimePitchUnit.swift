@@ -14,27 +14,40 @@ import Glibc
 /// pitch by p and shortens by p what WSOLA lengthened by p. SoundTouch's own rate transposer is
 /// not used, because changing it redesigns its anti-alias filter with `new`/`delete` (see below).
 ///
+/// **Ranges (narrower than Apple's)**: Rate 1/4…4 and Pitch −1200…+1200 cents (Apple's unit
+/// takes 1/32…32 and ±2400), so SoundTouch's tempo Rate / p stays within 1/8…8
+/// (``tempoRange``). SoundTouch's FIFOs grow on demand (`new[]` in
+/// `FIFOSampleBuffer::ensureCapacity`, never shrinking); the most they can need is set by the
+/// tempo range (the input WSOLA holds at the top tempo, all processed in one put after a jump
+/// to the bottom tempo). Over 1/8…8 that is about 120,000 frames of output at 48 kHz, which the
+/// unit allocates up front; over 1/128…128 it would be some 25 million frames per instance.
+///
 /// **Real-time safety, measured**: on the render thread the kernel calls only SoundTouch's
-/// `putSamples`, `receiveSamples`, `numSamples` and `setTempo` (WSOLA's sequence lengths: plain
-/// arithmetic), and libsamplerate's `src_process`. SoundTouch's buffers grow on demand (`new[]`
-/// in `FIFOSampleBuffer::ensureCapacity`), so the unit warms each instance up on the control
-/// thread, when the plan is built, at the extreme tempos 1/128 and 128 (Rate / p at the range's
-/// ends), feeding it as the kernel does (at most a chunk of output's worth of input per put);
-/// the JACK real-time measurement with the allocation counter has NOT been run yet (see the
-/// branch's report): until it is, treat these calls as unverified on the JACK thread. Changing
-/// Overlap reallocates SoundTouch's overlap buffer, so Overlap takes effect when the kernel
-/// state is next made (``AudioGraph/initialize()``, or a plan change of rate or channels), not
-/// live; the value set is kept and reads back.
+/// `putSamples`, `receiveSamples` and `setTempo` (WSOLA's sequence lengths: plain arithmetic),
+/// and libsamplerate's `src_process`. The unit warms each SoundTouch instance up on the
+/// control thread when the plan is built (``TimeStretchState/warmUp(_:channels:sampleRate:tempoRange:)``:
+/// the largest input and output its FIFOs can be asked to hold), so that on the render thread
+/// these calls neither allocate nor lock: `TimePitchRealTimeTests` counts 0 allocations, 0
+/// frees and 0 `pthread_mutex_lock` calls on the JACK process thread under live edits of Rate
+/// and Pitch across their ranges in an optimized build. A jump from the top tempo to the bottom
+/// makes one put run every WSOLA sequence the held input allows (about 30 at 48 kHz): a burst
+/// of work in that cycle, not an allocation. Changing Overlap reallocates SoundTouch's overlap
+/// buffer, so Overlap takes effect when the kernel state is next made
+/// (``AudioGraph/initialize()``, or a plan change of rate or channels), not live; the value set
+/// is kept and reads back.
 ///
 /// **Pull and the input FIFO**: as ``VarispeedUnit``: about N × Rate input frames are taken
 /// from the unit's FIFO per N output frames; with live input, Rate < 1 builds a backlog bounded
 /// at ``maximumBacklog`` (4 s; older frames dropped, counted in ``droppedFrames``) and Rate > 1
 /// runs short (silence, counted in ``underrunFrames``).
 ///
-/// **Latency**: SoundTouch's initial latency (`SETTING_INITIAL_LATENCY` at tempo 1, plus up to
-/// held before output starts) and the resampler's group delay: ``latencyFrames(sampleRate:overlap:)``,
-/// 4,448 frames (92.7 ms) at 48 kHz; `TimePitchTests` measures 4,401, reported by the Latency property and counted by
-/// latency compensation.
+/// **Latency**: SoundTouch's initial latency (`SETTING_INITIAL_LATENCY` at tempo 1): the
+/// kernel holds its output until that much input has arrived, and the start-up right-aligns
+/// the first output, which absorbs the resampler's own delay.
+/// ``latencyFrames(sampleRate:overlap:)`` is 4,401 frames (91.7 ms) at 48 kHz with the default
+/// overlap; `TimePitchTests` measures the delay of a noise burst (cross-correlation peak) at
+/// 4,401 frames, at slices of 100 and 256 and overlaps 8 and 16. Reported by the Latency
+/// property and counted by latency compensation.
 ///
 /// EnablePeakLocking is accepted and stored and has no effect: peak locking is a phase-vocoder
 /// technique (Apple's unit is one); WSOLA shifts whole waveform segments, whose peaks keep their
@@ -46,11 +59,11 @@ import Glibc
 public final class TimePitchUnit: AudioUnit, @unchecked Sendable {
     /// Parameter IDs (global scope, element 0). Mirror `kNewTimePitchParam_*`.
     public enum Parameter {
-        /// Rate: rate, 1/32…32, default 1 (`kNewTimePitchParam_Rate`): 2 plays twice as fast at
-        /// the same pitch.
+        /// Rate: rate, 1/4…4 (Apple: 1/32…32; see the unit's ranges), default 1
+        /// (`kNewTimePitchParam_Rate`): 2 plays twice as fast at the same pitch.
         public static let rate: AudioUnitParameterID = 0
-        /// Pitch: cents, −2400…2400, default 0 (`kNewTimePitchParam_Pitch`): 1200 is an octave up
-        /// at the same rate.
+        /// Pitch: cents, −1200…1200 (Apple: ±2400), default 0 (`kNewTimePitchParam_Pitch`):
+        /// 1200 is an octave up at the same rate.
         public static let pitch: AudioUnitParameterID = 1
         /// Overlap: generic, 3…32, default 8 (`kNewTimePitchParam_Overlap`): mapped to
         /// SoundTouch's WSOLA overlap in milliseconds (its default is 8 ms too). Takes effect
@@ -63,8 +76,13 @@ public final class TimePitchUnit: AudioUnit, @unchecked Sendable {
 
     /// The longest backlog of input kept when the rate is below 1, in seconds.
     public static let maximumBacklog = 4.0
-    /// The tempos SoundTouch is warmed up at: Rate / p at the ends of the ranges.
-    static let warmTempos: [Double] = [128, 1.0 / 128, 1]
+    /// Rate's bounds.
+    public static let rateRange: ClosedRange<Float> = 0.25...4
+    /// Pitch's bounds, in cents.
+    public static let pitchRange: ClosedRange<Float> = -1200...1200
+    /// The tempos SoundTouch can be set to (Rate / p at the ends of the ranges), which its
+    /// warm-up covers.
+    public static let tempoRange: ClosedRange<Double> = 1.0 / 8...8
 
     let counters: UnsafeMutablePointer<Atomic<UInt64>>
 
@@ -91,9 +109,9 @@ public final class TimePitchUnit: AudioUnit, @unchecked Sendable {
 
     override class var parameterDefinitions: [AudioUnitParameterInfo] {
         [AudioUnitParameterInfo(id: Parameter.rate, name: "Rate", unit: .rate,
-                                minValue: 1.0 / 32, maxValue: 32, defaultValue: 1, clampsToRange: false),
+                                minValue: rateRange.lowerBound, maxValue: rateRange.upperBound, defaultValue: 1, clampsToRange: false),
          AudioUnitParameterInfo(id: Parameter.pitch, name: "Pitch", unit: .cents,
-                                minValue: -2400, maxValue: 2400, defaultValue: 0, clampsToRange: false),
+                                minValue: pitchRange.lowerBound, maxValue: pitchRange.upperBound, defaultValue: 0, clampsToRange: false),
          AudioUnitParameterInfo(id: Parameter.overlap, name: "Overlap", unit: .generic,
                                 minValue: 3, maxValue: 32, defaultValue: 8, clampsToRange: false),
          AudioUnitParameterInfo(id: Parameter.enablePeakLocking, name: "EnablePeakLocking", unit: .boolean,
@@ -107,14 +125,14 @@ public final class TimePitchUnit: AudioUnit, @unchecked Sendable {
 
     override var linksInputAndOutputFormats: Bool { true }
 
-    /// The latency in frames at `sampleRate`: SoundTouch's initial latency at tempo 1 (the
-    /// kernel holds its output until that much input has arrived, then SoundTouch's output
-    /// starts at the first input frame) plus the resampler's group delay
-    /// (``VarispeedUnit/resamplerDelayFrames``): 4,448 frames (92.7 ms) at 48 kHz with the
-    /// default overlap; measured 4,401 frames (91.7 ms) at slices of 100 and 256. Control thread.
+    /// The latency in frames at `sampleRate` with WSOLA's overlap of `overlap` ms: SoundTouch's
+    /// initial latency at tempo 1 (the kernel holds its output until that much input has
+    /// arrived; the start-up right-aligns the first output, absorbing the resampler's delay):
+    /// 4,401 frames (91.7 ms) at 48 kHz with the default overlap, equal to the measured delay
+    /// (`TimePitchTests.reportedLatencyMatchesTheMeasuredDelay`). Control thread; allocates (a
+    /// scratch SoundTouch instance).
     public static func latencyFrames(sampleRate: Double, overlap: Int = 8) -> Int {
         TimeStretchState.soundTouchInitialLatency(channels: 1, sampleRate: sampleRate, overlapMilliseconds: overlap)
-            + VarispeedUnit.resamplerDelayFrames
     }
 
     override var processingLatency: Double {
@@ -142,8 +160,7 @@ public final class TimePitchUnit: AudioUnit, @unchecked Sendable {
         let (channels, rate, backlog) = sizedLayout
         let overlap = Int(bank.load(2).rounded())
         _ = TimeStretchState.prepare(state, channels: channels, sampleRate: rate, backlogFrames: backlog,
-                                     counters: counters, soundTouch: true, overlapMilliseconds: overlap,
-                                     warmTempos: Self.warmTempos)
+                                     counters: counters, overlapMilliseconds: overlap, tempoRange: Self.tempoRange)
     }
     override var kernelStateRelease: (@Sendable (UnsafeMutableRawPointer) -> Void)? {
         { TimeStretchState.release($0) }
@@ -164,10 +181,12 @@ enum TimePitchKernel {
             return
         }
         TimeStretchState.take(state, s.inputs[0], offset: piece.offset, frames: piece.frames)
-        let rate = min(max(Double(loadParameter(s.parameters, 0)), 1.0 / 32), 32)
-        let cents = min(max(Double(loadParameter(s.parameters, 1)), -2400), 2400)
+        // Clamped again here: a ramp's values stay in range, but the warm-up's bounds must hold.
+        let rate = min(max(Double(loadParameter(s.parameters, 0)), 0.25), 4)
+        let cents = min(max(Double(loadParameter(s.parameters, 1)), -1200), 1200)
         let p = RealTime.pow(2, cents / 1200)
+        let tempo = min(max(rate / p, 0.125), 8)  // TimePitchUnit.tempoRange (literals: no lazy global here)
         TimeStretchState.render(state, output: s.output, outputChannels: s.outputChannelCount, offset: piece.offset,
-                                frames: piece.frames, tempo: rate / p, ratio: 1 / p)
+                                frames: piece.frames, tempo: tempo, ratio: 1 / p)
     }
 }

@@ -116,7 +116,7 @@ public final class VarispeedUnit: AudioUnit, @unchecked Sendable {
     override func prepareKernelState(_ state: UnsafeMutableRawPointer, inputCount: Int) {
         let (channels, rate, backlog) = sizedLayout
         _ = TimeStretchState.prepare(state, channels: channels, sampleRate: rate, backlogFrames: backlog,
-                                     counters: counters, soundTouch: false, overlapMilliseconds: 0, warmTempos: [])
+                                     counters: counters, overlapMilliseconds: 0, tempoRange: nil)
     }
     override var kernelStateRelease: (@Sendable (UnsafeMutableRawPointer) -> Void)? {
         { TimeStretchState.release($0) }
