@@ -177,8 +177,26 @@ struct TimeStretchState {
         let zeros = [Float](repeating: 0, count: block * channels)
         csoundtouch_put_samples(st, zeros, UInt32(block))
         drain()
+        // The most input WSOLA holds at the top tempo (just below its `sampleReq`, which
+        // SoundTouch does not expose), found to within 64 frames: add 64 at a time until a
+        // sequence runs; then refill to the level before that put (nothing runs).
+        var level = Int(csoundtouch_num_unprocessed_samples(st))
+        for _ in 0..<(block / 64) {
+            let before = Int(csoundtouch_num_unprocessed_samples(st))
+            csoundtouch_put_samples(st, zeros, 64)
+            if csoundtouch_num_samples(st) > 0 {
+                level = before
+                drain()
+                break
+            }
+        }
+        let held = Int(csoundtouch_num_unprocessed_samples(st))
+        if level > held { csoundtouch_put_samples(st, zeros, UInt32(level - held)) }
+        drain()
+        // The jump to the bottom tempo with that input held, and a put of a chunk plus the 64
+        // frames of uncertainty (the kernel puts at most a chunk): every sequence runs at once.
         csoundtouch_set_tempo(st, min(bottom, 1))
-        csoundtouch_put_samples(st, zeros, UInt32(chunk))
+        csoundtouch_put_samples(st, zeros, UInt32(chunk + 64))
         drain()
         for tempo in [min(bottom, 1), 1] {
             csoundtouch_set_tempo(st, tempo)
