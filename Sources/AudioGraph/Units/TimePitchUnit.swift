@@ -19,18 +19,19 @@ import Glibc
 /// (``tempoRange``). SoundTouch's FIFOs grow on demand (`new[]` in
 /// `FIFOSampleBuffer::ensureCapacity`, never shrinking); the most they can need is set by the
 /// tempo range (the input WSOLA holds at the top tempo, all processed in one put after a jump
-/// to the bottom tempo). Over 1/8…8 that is about 120,000 frames of output at 48 kHz, which the
-/// unit allocates up front; over 1/128…128 it would be some 25 million frames per instance.
+/// to the bottom tempo). Over 1/8…8 that is, by our estimate from WSOLA's sequence lengths,
+/// about 120,000 frames of output at 48 kHz, which the unit allocates up front; over 1/128…128
+/// it would be some 25 million frames per instance (the warm-up over that range took minutes).
 ///
 /// **Real-time safety, measured**: on the render thread the kernel calls only SoundTouch's
 /// `putSamples`, `receiveSamples` and `setTempo` (WSOLA's sequence lengths: plain arithmetic),
 /// and libsamplerate's `src_process`. The unit warms each SoundTouch instance up on the
-/// control thread when the plan is built (``TimeStretchState/warmUp(_:channels:sampleRate:tempoRange:)``:
+/// control thread when the plan is built (`TimeStretchState.warmUp`:
 /// the largest input and output its FIFOs can be asked to hold), so that on the render thread
 /// these calls neither allocate nor lock: `TimePitchRealTimeTests` counts 0 allocations, 0
 /// frees and 0 `pthread_mutex_lock` calls on the JACK process thread under live edits of Rate
 /// and Pitch across their ranges in an optimized build. A jump from the top tempo to the bottom
-/// makes one put run every WSOLA sequence the held input allows (about 30 at 48 kHz): a burst
+/// makes one put run every WSOLA sequence the held input allows (about 30 at 48 kHz, estimated): a burst
 /// of work in that cycle, not an allocation. Changing Overlap reallocates SoundTouch's overlap
 /// buffer, so Overlap takes effect when the kernel state is next made
 /// (``AudioGraph/initialize()``, or a plan change of rate or channels), not live; the value set
