@@ -58,13 +58,29 @@ let package = Package(
             path: "Sources/CKissFFT",
             providers: [.apt(["libkissfft-dev"])]
         ),
+        // SoundTouch from Debian's libsoundtouch-dev (LGPL-2.1, linked dynamically): WSOLA
+        // time-stretch and pitch shift for the time-pitch unit. C++, so Swift calls it through
+        // the C shim CSoundTouch; this module carries pkg-config's flags and the link.
+        .systemLibrary(
+            name: "CSoundTouchLibrary",
+            path: "Sources/CSoundTouchLibrary",
+            pkgConfig: "soundtouch",
+            providers: [.apt(["libsoundtouch-dev"])]
+        ),
+        // A C face on soundtouch::SoundTouch (create, configure, put, receive, destroy).
+        .target(
+            name: "CSoundTouch",
+            dependencies: ["CSoundTouchLibrary"],
+            path: "Sources/CSoundTouch",
+            linkerSettings: [.linkedLibrary("stdc++")]
+        ),
         // The engine core: formats, units, graph, render plan, offline driver. No JACK client
         // here: from libjack it uses only jack_ringbuffer (the lock-free render → consumer FIFO
         // of taps and the file player); libsndfile reads and writes audio files; KissFFT
         // transforms.
         .target(
             name: "AudioGraph",
-            dependencies: ["CSampleRate", "CJack", "CSndFile", "CKissFFT"],
+            dependencies: ["CSampleRate", "CJack", "CSndFile", "CKissFFT", "CSoundTouch"],
             path: "Sources/AudioGraph"
         ),
         // The JACK driver: a client whose process callback pulls the graph.

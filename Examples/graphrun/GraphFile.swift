@@ -343,6 +343,12 @@ struct GraphFileReader {
                 }
                 let v = try number(dict[key], at, allowBool: info.unit == .boolean)
                 if let problem = table.problem(with: v, info) { throw error(at, problem) }
+                // Units that refuse values outside their range rather than clamp them (the
+                // varispeed's and time-pitch's): the unit's own refusal, at the file's line.
+                if !info.clampsToRange, unit.parameterList(scope: .global).contains(where: { $0.id == info.id }),
+                   (try? unit.setParameter(info.id, v, scope: .global)) == nil {
+                    throw error(at, "\(v) is outside \(info.minValue)…\(info.maxValue)")
+                }
                 parameters[key] = v
             }
         }

@@ -54,6 +54,7 @@ enum NodeType: String, CaseIterable {
     case lowpass, mutegate, mixer, splitter, channelsplitter, merger, convolver
     case dynamics, limiter, oscillator, noise, constant
     case highpass, bandpass, notch, allpass, lowshelf, highshelf, parametriceq, nbandeq, delay, sampledelay
+    case varispeed, timepitch
     case lv2, ladspa
 
     /// One line for `--list`: what it is and which Apple / Web Audio unit it mirrors.
@@ -81,6 +82,8 @@ enum NodeType: String, CaseIterable {
         case .nbandeq: return "up to 16 bands, each bypassed until \"bypassBandN\": false (kAudioUnitSubType_NBandEQ); filterTypeN by name"
         case .delay: return "delay up to 2 s with feedback through a low-pass, wet/dry mix (kAudioUnitSubType_Delay)"
         case .sampledelay: return "delay by whole frames, dry only (kAudioUnitSubType_SampleDelay)"
+        case .varispeed: return "playback rate, pitch following, through libsamplerate (kAudioUnitSubType_Varispeed); live input: rate < 1 builds a backlog, > 1 runs short"
+        case .timepitch: return "rate and pitch apart, SoundTouch WSOLA + libsamplerate (kAudioUnitSubType_NewTimePitch); 91.7 ms of latency at 48 kHz, compensated"
         case .lv2: return "an installed LV2 plugin (graphrun --list TEXT finds them, --info URI shows its parameters by port symbol)"
         case .ladspa: return "a LADSPA plugin from LADSPA_PATH (graphrun --list TEXT finds them, --info LABEL shows its parameters by port symbol)"
         }
@@ -91,6 +94,7 @@ enum NodeType: String, CaseIterable {
         switch self {
         case .lowpass, .mutegate, .dynamics, .limiter: return []
         case .highpass, .bandpass, .notch, .allpass, .lowshelf, .highshelf, .parametriceq, .delay, .sampledelay: return []
+        case .varispeed, .timepitch: return []
         case .nbandeq:
             return [ShapeField(name: "bands", kind: .count(1...NBandEQUnit.maximumNumberOfBands, default: NBandEQUnit.maximumNumberOfBands),
                                help: "bands, numbered 0…bands−1 in parameter names (frequency0, gain0, …)")]
@@ -210,6 +214,8 @@ enum NodeType: String, CaseIterable {
         case .nbandeq: unit = NBandEQUnit(bands: shape.int("bands") ?? NBandEQUnit.maximumNumberOfBands)
         case .delay: unit = DelayUnit()
         case .sampledelay: unit = SampleDelayUnit()
+        case .varispeed: unit = VarispeedUnit()
+        case .timepitch: unit = TimePitchUnit()
         case .lv2, .ladspa:
             let info = try pluginInfo(shape)
             let outs = max(1, info.audioOutputs.count)

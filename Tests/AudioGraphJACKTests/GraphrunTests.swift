@@ -135,6 +135,10 @@ extension JACKIntegration {
              ":3: nodes[0].parameters.delayTime: 3.0 is outside 0.0…2.0"),
             ("{\n  \"nodes\": [ { \"id\": \"bp\", \"type\": \"bandpass\",\n    \"parameters\": { \"centerFrequency\": 1000 } } ],\n  \"connections\": []\n}\n",
              ":3: nodes[0].parameters.centerFrequency: a bandpass has no parameter 'centerFrequency'"),
+            ("{\n  \"nodes\": [ { \"id\": \"tp\", \"type\": \"timepitch\",\n    \"parameters\": { \"pitch\": 2400 } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.pitch: 2400.0 is outside -1200.0…1200.0"),
+            ("{\n  \"nodes\": [ { \"id\": \"vs\", \"type\": \"varispeed\",\n    \"parameters\": { \"rate\": 2 } } ],\n  \"connections\": []\n}\n",
+             ":3: nodes[0].parameters.rate: a varispeed has no parameter 'rate'"),
         ]
 
         /// The filters track from a file: every biquad type, the N-band EQ (a band type by name)
@@ -187,6 +191,43 @@ extension JACKIntegration {
             #expect(tool.waitFor("  sdly: sampleDelay"), "\(tool.stdout)")
             tool.send("quit")
             #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
+
+        /// Varispeed and time-pitch from a file, by their parameters' names: a 1 kHz tone through a
+        /// varispeed at rate 1 and a time-pitch at +1200 cents comes out at 2 kHz (± 1 %); the
+        /// units' latencies add up to the graph's; `--list` shows both types.
+        @Test func varispeedAndTimePitchFromAFileRun() throws {
+            let text = """
+            { "nodes": [ { "id": "vs", "type": "varispeed", "parameters": { "playbackRate": 1 } },
+                         { "id": "tp", "type": "timepitch", "parameters": { "rate": 1, "pitch": 1200 } } ],
+              "connections": [ { "from": "io", "to": "vs" }, { "from": "vs", "to": "tp" }, { "from": "tp", "to": "io" } ] }
+            """
+            let path = try temporaryFile(text)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let check = try ToolProcess("graphrun", [path, "--check"], server: server)
+            #expect(check.waitForExit() == 0, "\(check.stderr)")
+            let name = "gr-tp-\(getpid())"
+            let tool = try ToolProcess("graphrun", [path, "--name", name, "--no-autoconnect"], server: server)
+            #expect(tool.waitFor("graphrun: running"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            let tone = (0..<48_000).map { Float(0.5 * sin(2 * Double.pi * 1000 * Double($0) / 48_000)) }
+            let probe = ProbeClient(server: server, name: "probe-gr-tp", play: tone, captureFrames: tone.count + 8192)
+            probe.connect(probe.outPort, "\(name):in_1")
+            probe.connect("\(name):out_1", probe.inPort)
+            let out = Array(probe.run()[16_000..<40_000])  // past the 4,401-frame latency, before the tone's end
+            var crossings: [Double] = []
+            for i in 1..<out.count where out[i - 1] < 0 && out[i] >= 0 {
+                crossings.append(Double(i - 1) + Double(-out[i - 1] / (out[i] - out[i - 1])))
+            }
+            let frequency = crossings.count > 2 ? Double(crossings.count - 1) / (crossings.last! - crossings.first!) * 48_000 : 0
+            #expect(abs(frequency - 2000) <= 20, "+1200 cents doubles 1 kHz: \(frequency) Hz")
+            tool.send("dump")
+            #expect(tool.waitFor("tp: timePitch (processing adds 91.69 ms)"), "the time-pitch's latency: \(tool.stdout)")
+            #expect(tool.stdout.contains("latency 92.67 ms"), "the graph's: the varispeed's 0.98 ms and the time-pitch's in series: \(tool.stdout)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            let list = try ToolProcess("graphrun", ["--list", "pitch"], server: server)
+            #expect(list.waitForExit() == 0)
+            #expect(list.stdout.contains("timepitch: rate and pitch apart") && list.stdout.contains("varispeed: playback rate"), "\(list.stdout)")
         }
 
         /// The catalogue's sources and dynamics from a file: a sawtooth named by its waveform into a

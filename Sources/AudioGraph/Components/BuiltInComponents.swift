@@ -18,10 +18,10 @@ extension AudioComponentRegistry {
     /// `augn/afpl` file player, `aufc/splt` splitter, `aufc/merg` merger, `aufx/dcmp` dynamics
     /// processor, `aufx/lmtr` peak limiter, `aufx/hpas` high-pass, `aufx/bpas` band-pass,
     /// `aufx/lshf` and `aufx/hshf` shelves, `aufx/pmeq` parametric EQ, `aufx/nbeq` N-band EQ,
-    /// `aufx/dely` delay, `aufx/sdly` sample delay. Ours (`AGph`) for the mute gate
-    /// (`aufx/mute`), the channel splitter (`aufc/chsp`), the convolution reverb (`aufx/conv`),
-    /// the generators (`augn/osc `, `augn/nois`, `augn/cnst`), the notch (`aufx/ntch`) and the
-    /// all-pass (`aufx/apas`). ``RenderCallbackUnit``
+    /// `aufx/dely` delay, `aufx/sdly` sample delay, `aufc/vari` varispeed, `aufc/nutp`
+    /// time-pitch. Ours (`AGph`) for the mute gate (`aufx/mute`), the channel splitter
+    /// (`aufc/chsp`), the convolution reverb (`aufx/conv`), the generators (`augn/osc `,
+    /// `augn/nois`, `augn/cnst`), the notch (`aufx/ntch`) and the all-pass (`aufx/apas`). ``RenderCallbackUnit``
     /// needs your closure, so it is not a component (register your own with
     /// ``register(_:)``).
     public static let builtIns: [AudioComponent] = {
@@ -50,6 +50,8 @@ extension AudioComponentRegistry {
             builtIn("aufx", "sdly", "appl", "Apple: AUSampleDelay") { SampleDelayUnit() },
             builtIn("aufx", "ntch", "AGph", "AudioGraph: Notch") { NotchFilterUnit() },
             builtIn("aufx", "apas", "AGph", "AudioGraph: AllPass") { AllPassFilterUnit() },
+            builtIn("aufc", "vari", "appl", "Apple: AUVarispeed") { VarispeedUnit() },
+            builtIn("aufc", "nutp", "appl", "Apple: AUNewTimePitch") { TimePitchUnit() },
         ]
     }()
 }

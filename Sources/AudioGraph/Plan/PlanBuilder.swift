@@ -387,6 +387,7 @@ struct PlanBuilder {
             } else {
                 kernel = KernelStorage(byteCount: stateSize)
                 unit.prepareKernelState(kernel.bytes, inputCount: inputChannels.count)
+                kernel.release = unit.kernelStateRelease
             }
             kernels[node] = kernel
             resources.retained.append(contentsOf: [unit, unit.bank, kernel] as [AnyObject])

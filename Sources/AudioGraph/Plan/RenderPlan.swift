@@ -28,6 +28,10 @@ enum KernelKind: UInt8 {
     case delay
     /// ``SampleDelayUnit``: a whole-frame delay line.
     case sampleDelay
+    /// ``VarispeedUnit``: an input FIFO through a variable-ratio resampler (libsamplerate).
+    case varispeed
+    /// ``TimePitchUnit``: an input FIFO through SoundTouch (tempo) and libsamplerate (pitch).
+    case timePitch
 }
 
 /// One input element as the render thread sees it. Trivial: pointers and counts only.

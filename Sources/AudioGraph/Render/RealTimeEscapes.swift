@@ -2,6 +2,7 @@
 import CJack
 import CKissFFT
 import CSampleRate
+import CSoundTouch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -156,5 +157,33 @@ enum RealTime {
                 return status
             }
         }
+    }
+
+    // MARK: - SoundTouch (through the CSoundTouch shim; measured allocation- and lock-free once
+    // warmed up: TimePitchUnit's documentation gives the measurement)
+
+    /// `csoundtouch_put_samples`: appends interleaved frames to the time-stretcher.
+    @_noLocks @inline(__always)
+    static func soundTouchPut(_ st: OpaquePointer, _ samples: UnsafePointer<Float>, _ frames: Int) {
+        _unsafePerformance { csoundtouch_put_samples(st, samples, UInt32(frames)) }
+    }
+
+    /// `csoundtouch_receive_samples`: takes up to `frames` processed interleaved frames; returns how many.
+    @_noLocks @inline(__always)
+    static func soundTouchReceive(_ st: OpaquePointer, _ output: UnsafeMutablePointer<Float>, _ frames: Int) -> Int {
+        _unsafePerformance { Int(csoundtouch_receive_samples(st, output, UInt32(frames))) }
+    }
+
+    /// `csoundtouch_num_samples`: processed frames ready.
+    @_noLocks @inline(__always)
+    static func soundTouchAvailable(_ st: OpaquePointer) -> Int {
+        _unsafePerformance { Int(csoundtouch_num_samples(st)) }
+    }
+
+    /// `csoundtouch_set_tempo` (SoundTouch setTempo: recomputes WSOLA's sequence and seek
+    /// lengths, no allocation; pitch is never changed on the render thread).
+    @_noLocks @inline(__always)
+    static func soundTouchSetTempo(_ st: OpaquePointer, _ tempo: Double) {
+        _unsafePerformance { csoundtouch_set_tempo(st, tempo) }
     }
 }

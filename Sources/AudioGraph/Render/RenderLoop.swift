@@ -176,6 +176,8 @@ enum RenderLoop {
         case .nBandEQ: NBandEQKernel.render(step, piece)
         case .delay: DelayKernel.render(step, piece)
         case .sampleDelay: SampleDelayKernel.render(step, piece)
+        case .varispeed: VarispeedKernel.render(step, piece)
+        case .timePitch: TimePitchKernel.render(step, piece)
         }
     }
 

@@ -117,6 +117,7 @@ extension AudioUnit {
         let (info, slot) = try resolveSlot(id, scope: scope, element: element)
         let v = try checkedValue(value, info)
         bank.store(slot, v)
+        parameterDidChange(id, v)
         // A ramp running on this parameter stops: the value just set wins.
         if bank.automation.used.load(ordering: .relaxed) {
             _ = bank.automation.enqueue(ParameterChange(kind: .cancel, slot: Int32(slot), value: v, from: .nan,
@@ -133,6 +134,7 @@ extension AudioUnit {
         if info.clampsToRange { v = min(max(v, info.minValue), maxValue(of: info)) }
         if info.unit == .boolean { v = v >= 0.5 ? 1 : 0 }
         if info.unit == .indexed { v = v.rounded() }
+        try checkParameterValue(info, v)
         return v
     }
 

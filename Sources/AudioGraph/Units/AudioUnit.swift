@@ -53,6 +53,10 @@ public enum AudioUnitType: String, Sendable, CaseIterable {
     case delay
     /// `kAudioUnitSubType_SampleDelay` (AUSampleDelay): ``SampleDelayUnit``.
     case sampleDelay
+    /// `kAudioUnitSubType_Varispeed` (AUVarispeed): ``VarispeedUnit``.
+    case varispeed
+    /// `kAudioUnitSubType_NewTimePitch` (AUNewTimePitch): ``TimePitchUnit``.
+    case timePitch
 }
 
 /// A processing unit with scoped, numbered elements, properties and parameters: the `AudioUnit`
@@ -237,6 +241,20 @@ open class AudioUnit: @unchecked Sendable, CustomStringConvertible {
     /// The memory arrives zeroed (a valid state for every kernel that does not override this).
     func prepareKernelState(_ state: UnsafeMutableRawPointer, inputCount: Int) {}
 
+    /// Frees what ``prepareKernelState(_:inputCount:)`` allocated outside the state memory (a C
+    /// library's instance), when the storage is freed (control thread, after the last plan
+    /// using it). nil for kernels whose state is all in the memory (the default).
+    var kernelStateRelease: (@Sendable (UnsafeMutableRawPointer) -> Void)? { nil }
+
+    /// Refuses a parameter value the unit cannot take, beyond the checks every parameter gets
+    /// (finite, writable): the time-pitch units refuse values outside their ranges. Any thread;
+    /// must not allocate or lock. The default accepts.
+    func checkParameterValue(_ info: AudioUnitParameterInfo, _ value: Float) throws(AudioUnitError) {}
+
+    /// Called after ``setParameter(_:_:scope:element:)`` stored a value, so a unit can update a
+    /// linked parameter (varispeed's rate and cents). Same thread rules as setParameter.
+    func parameterDidChange(_ id: AudioUnitParameterID, _ value: Float) {}
+
     func renderCallback(element: AudioUnitElement) -> RenderCallback? {
         if let graph, let node { return graph.pendingRenderCallback(node, element) }
         return detachedRenderCallbacks[element]
@@ -259,5 +277,10 @@ final class KernelStorage: @unchecked Sendable {
         bytes = .allocate(byteCount: max(16, byteCount), alignment: 16)
         bytes.initializeMemory(as: UInt8.self, repeating: 0, count: max(16, byteCount))
     }
-    deinit { bytes.deallocate() }
+    /// Frees what the unit allocated outside the memory (``AudioUnit/kernelStateRelease``).
+    var release: (@Sendable (UnsafeMutableRawPointer) -> Void)?
+    deinit {
+        release?(bytes)
+        bytes.deallocate()
+    }
 }
