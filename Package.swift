@@ -143,7 +143,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "graphbench",
-            dependencies: ["AudioGraph", "CReference", "AudioGraphPlugins"],
+            dependencies: ["AudioGraph", "CReference", "AudioGraphPlugins", "CSoundTouch", "CSampleRate"],
             path: "Benchmarks/graphbench"
         ),
         // The one test-support target both test targets share: offline graphs and signals, converters

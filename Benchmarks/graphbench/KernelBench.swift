@@ -38,7 +38,7 @@ extension KernelBench {
     }
 
     /// Every catalogue kernel measured (each unit family adds its list here).
-    static var all: [KernelBench] { filters + convolution + dynamics + generators + plugins }
+    static var all: [KernelBench] { filters + convolution + dynamics + generators + plugins + timePitch }
 }
 
 // MARK: - Convolution
