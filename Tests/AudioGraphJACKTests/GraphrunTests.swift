@@ -81,7 +81,16 @@ extension JACKIntegration {
             try chain.write(toFile: path, atomically: false, encoding: .utf8)
             #expect(tool.waitFor("removed lp"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
             usleep(100_000)
-            #expect(exactDelay(of: speech, in: probe.run()) != nil, "bit-exact after the live edits are undone")
+            // Bit-exact again once the undo has reached the render thread: a second pass is
+            // allowed (CI saw the first one differ in 2 of 6 full runs, never when run alone);
+            // what the first pass saw is printed, so the log says why.
+            var undone = probe.run()
+            if exactDelay(of: speech, in: undone) == nil {
+                print("graphrun undo, first pass not bit-exact: \(captureReport(speech, undone, probe))")
+                undone = probe.run()
+            }
+            #expect(exactDelay(of: speech, in: undone) != nil,
+                    "bit-exact after the live edits are undone: \(captureReport(speech, undone, probe))")
             #expect(tool.stdout.contains("reloaded \(path): removed lp; connections changed"), "\(tool.stdout)")
             tool.send("dump")
             #expect(tool.waitFor("  gate: muteGate\n"), "dump uses the file's ids too: \(tool.stdout)")

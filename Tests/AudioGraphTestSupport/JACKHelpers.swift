@@ -240,6 +240,26 @@ public func exactDelay(of played: [Float], in captured: [Float], maxDelay: Int =
     return delay
 }
 
+/// What a failed exact comparison saw, for its message: whether the probe's last pass had an
+/// xrun, where the capture's first non-zero sample is, and at that delay how many samples
+/// differ, the first few, and the largest difference.
+public func captureReport(_ played: [Float], _ captured: [Float], _ probe: ProbeClient) -> String {
+    var text = "last pass had xruns: \(probe.lastPassHadXruns) (\(probe.xrunCount) since the probe opened)"
+    guard let firstPlayed = played.firstIndex(where: { $0 != 0 }),
+          let firstCaptured = captured.firstIndex(where: { $0 != 0 }) else { return text + "; the capture is silent" }
+    let delay = firstCaptured - firstPlayed
+    text += "; first non-zero at \(firstCaptured) (delay \(delay))"
+    guard delay >= 0 else { return text }
+    var differing = 0, largest: Float = 0, firsts: [String] = []
+    for i in 0..<min(played.count, captured.count - delay) where captured[delay + i] != played[i] {
+        differing += 1
+        largest = max(largest, abs(captured[delay + i] - played[i]))
+        if firsts.count < 4 { firsts.append("\(i): \(captured[delay + i]) vs \(played[i])") }
+    }
+    if let occurrence = exactOccurrence(of: played, in: captured) { text += "; an intact copy at \(occurrence)" }
+    return text + "; \(differing) samples differ (largest \(largest)) \(firsts)"
+}
+
 /// Where `played` appears exactly in `captured`, at any offset: for captures that may hold
 /// several passes of it (a pass that had an xrun is played again, so an earlier copy can be
 /// damaged). The offset of the first intact copy, or nil.
