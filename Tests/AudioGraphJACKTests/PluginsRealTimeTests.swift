@@ -24,23 +24,7 @@ extension JACKIntegration {
                                        try PluginUnit(lv2: "http://plugin.org.uk/swh-plugins/amp"),
                                        try PluginUnit(lv2: "http://plugin.org.uk/swh-plugins/buttlow_iir"),
                                        limiter]
-            let nodes = try units.map { try graph.addNode($0) }
-            let table = UnsafeMutableBufferPointer<Float>.allocate(capacity: 480)
-            for i in 0..<480 { table[i] = Float(0.3 * sin(2 * Double.pi * Double(i) / 480)) + Float(i % 7) * 0.01 }
-            defer { table.deallocate() }
-            struct ToneState { var table: UnsafeMutablePointer<Float>; var position: Int }
-            let tone = RenderState(ToneState(table: table.baseAddress!, position: 0))
-            try graph.setNodeInputCallback(nodes[0], inputElement: 0) { _, _, buffers in
-                alloccounter_arm_this_thread()
-                for c in 0..<buffers.channelCount {
-                    let out = buffers[c]
-                    for f in 0..<out.count { out[f] = tone.value.table[(tone.value.position + f) % 480] }
-                }
-                tone.value.position = (tone.value.position + buffers.frameCount) % 480
-                return 0
-            }
-            for i in 1..<nodes.count { try graph.connectNodeInput(nodes[i - 1], sourceOutputElement: 0, nodes[i], destinationInputElement: 0) }
-            try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            let nodes = try countedToneChain(graph, units, into: ioNode)
 
             var meter: LevelMeter!
             let counted = try CountedProcessThread(graph: graph, clientName: "ag-plugins-rt", connectPhysicalPorts: false,

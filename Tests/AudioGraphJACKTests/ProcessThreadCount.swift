@@ -69,6 +69,37 @@ final class CountedProcessThread {
     }
 }
 
+/// A 480-frame tone table for the chains the real-time tests count (a sine plus a small
+/// staircase, so every unit has something to work on). Deallocated with the last reference,
+/// which the render callback holds, so it outlives the graph's callback, never the other way.
+/// SAFETY (`@unchecked Sendable`): written once in `init`; only the render callback reads it.
+final class ToneTable: @unchecked Sendable {
+    let samples = UnsafeMutablePointer<Float>.allocate(capacity: 480)
+    init() { for i in 0..<480 { samples[i] = Float(0.3 * sin(2 * Double.pi * Double(i) / 480)) + Float(i % 7) * 0.01 } }
+    deinit { samples.deallocate() }
+}
+
+/// Adds `units` to `graph` chained in order, the last into `ioNode`'s element 0, fed by a render
+/// callback on the first one's input 0 that arms the counter for the thread it runs on (the
+/// JACK process thread) and writes a tone from a table made beforehand. The nodes, in order.
+func countedToneChain(_ graph: AudioGraph, _ units: [AudioUnit], into ioNode: AUNode) throws -> [AUNode] {
+    let nodes = try units.map { try graph.addNode($0) }
+    let table = ToneTable()
+    let position = RenderState(0)
+    try graph.setNodeInputCallback(nodes[0], inputElement: 0) { _, _, buffers in
+        alloccounter_arm_this_thread()
+        for c in 0..<buffers.channelCount {
+            let out = buffers[c]
+            for f in 0..<out.count { out[f] = table.samples[(position.value + f) % 480] }
+        }
+        position.value = (position.value + buffers.frameCount) % 480
+        return 0
+    }
+    for i in 1..<nodes.count { try graph.connectNodeInput(nodes[i - 1], sourceOutputElement: 0, nodes[i], destinationInputElement: 0) }
+    try graph.connectNodeInput(nodes.last!, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+    return nodes
+}
+
 /// Runs `body` on a thread of its own armed for the counter, as a render callback automating
 /// parameters would run it, and returns what the thread allocated and locked meanwhile and the
 /// count `body` returned (its calls).
