@@ -26,6 +26,11 @@ options:
                       pattern as jack_lsp takes (system:capture_.*) whose matches fill the next
                       in_k in order; ports not connected record silence (connect them later
                       with jack_connect or a patchbay; nothing is connected by itself)
+  --reconnect         when the server goes away, wait for it (a try every 250 ms) and go on
+                      recording into the same file once it is back, the --input ports connected
+                      again; the gap is not in the file: it is said (`gap: …`) and counted at the
+                      end; a server back at another rate is resampled to the file's rate
+                      (without --reconnect: exit 1, the file complete up to the shutdown)
   --format F          int16, int24 or float32 (default: float32 for WAV, int24 for FLAC, which
                       holds integers only)
   --rate HZ           the file's sample rate, 1…768000, converted from the server's (default:
@@ -39,7 +44,9 @@ replaced. Its header is rewritten on every write, so even `kill -9` leaves a rea
 
 output: `recording graphrecord:in_1… to FILE (wav, float32, 48000 Hz)` at start; once a second
 `level (dBFS RMS/peak): in_1 -20.0/-6.5, in_2 -160.0/-160.0; 237568 frames written` (-160.0 is
-digital silence); at the end `recorded N frames to FILE (D dropped)`.
+digital silence); at the end `recorded N frames to FILE (D dropped)`. With --reconnect, each time the server is back
+`gap: 2.41 s (115680 frames at 48000 Hz) missing after frame 96000 of the file`, and at the end
+`gaps: 1 interruption, 2.41 s in all, not in the file`.
 
 exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or the --duration, with the file complete; 1 when JACK
 fails (no server, server gone, a port that does not exist) or a write fails (disk full: the
@@ -74,7 +81,7 @@ var duration: Double?
 var path: String?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
-    if client.parse(argument, from: &arguments, accepted: [.name, .server, .channels, .inputs]) { continue }
+    if client.parse(argument, from: &arguments, accepted: [.name, .server, .channels, .inputs, .reconnect]) { continue }
     switch argument {
     case "--help", "-h": tool.help(usage)
     case "--format": sampleFormat = arguments.sampleFormat(for: argument)
@@ -163,6 +170,16 @@ func now() -> Int64 {
 // looks 50 times a second whether the file is complete (the recorder itself stops at the limit).
 let loop = MainLoop(tool: tool, driver: driver)
 var nextLevel = now() + 1000
+// With --reconnect the file goes on: the downtime is not recorded (nothing rendered), so it is
+// said where it falls, in the file's frames, and summed for the end.
+loop.follow(client)
+var gaps: [Double] = []
+driver.addObserver { notification in
+    guard case .interruptionEnded(let downtime, _) = notification else { return }
+    gaps.append(downtime)
+    let missing = UInt64((downtime * Double(fileRate)).rounded())
+    tool.say("gap: \(Double(Int((downtime * 100).rounded())) / 100) s (\(missing) frames at \(fileRate) Hz) missing after frame \(recorder.framesWritten) of the file")
+}
 loop.isDone = { recorder.isComplete }
 loop.onWake = {
     if now() >= nextLevel {
@@ -178,6 +195,10 @@ var status = loop.run()
 do throws(RecorderError) {
     try recorder.stop()
     tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)")
+    if !gaps.isEmpty {
+        let total = Double(Int((gaps.reduce(0, +) * 100).rounded())) / 100
+        tool.say("gaps: \(gaps.count) interruption\(gaps.count == 1 ? "" : "s"), \(total) s in all, not in the file")
+    }
 } catch {
     tool.complain("\(error)")
     status = ExitStatus.failure

@@ -21,6 +21,9 @@ options:
   --no-autoconnect    do not connect to the physical capture/playback ports
   --input PORT        connect PORT (a name or a pattern such as system:capture_.*) to the next in_k
   --output PORT       connect the next out_k to PORT (name or pattern)
+  --reconnect         when the server goes away, wait for it (a try every 250 ms) and resume:
+                      same client name and ports, connections made again, the graph following
+                      the server's rate if it changed (without it: exit 1)
   --check             check FILE and exit (0 when valid, 2 with the error otherwise); no JACK.
                       Bounds that follow the sample rate (a low-pass cutoff's top, half the
                       rate) are checked at --rate's, else at 48000 Hz; the answer says which
@@ -35,7 +38,8 @@ control (standard input, one per line): reload | dump | quit      (end of input 
   version of the file that cannot be applied is reported with the graph that keeps running.
 SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
-exit status: 0 after quit or a signal, or a valid --check; 1 when JACK fails; 2 for bad options
+exit status: 0 after quit or a signal, or a valid --check; 1 when JACK fails (the server gone
+without --reconnect); 2 for bad options
 or a FILE that is invalid at start.
 
 file format (see Examples/graphthru.json):
@@ -58,7 +62,7 @@ var checkOnly = false
 var checkRate: Int?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
-    if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect]) { continue }
+    if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect, .reconnect]) { continue }
     switch argument {
     case "--help", "-h": tool.help(usage)
     case "--list":
@@ -156,6 +160,7 @@ tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server
 // Until quit: the file is checked 5 times a second (a stat; read only when it changed).
 let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
 loop.onWake = { reload(force: false); return 200 }
+loop.follow(client)
 loop.onSampleRateFollowed = {
     live.sampleRate = Double(driver.sampleRate)
     tool.say("graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")

@@ -26,6 +26,9 @@ options:
                       whose matches fill the next in_k in order
   --output PORT       connect the next out_k to PORT instead of physical playback (repeatable;
                       names or patterns as for --input)
+  --reconnect         when the server goes away, wait for it (a try every 250 ms) and resume:
+                      same client name and ports, the connections above made again, the graph
+                      following the server's rate if it changed (without it: exit 1)
   --muted             start muted
   --lowpass HZ        start with a low-pass filter at HZ (10…sampleRate/2; `l` toggles it;
                       without this option `l` inserts one at 1000 Hz)
@@ -55,7 +58,7 @@ at exit); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`, `low-pass
 `xruns: 2`, and one `status: …` line per `status` command (errors on stderr).
 
 exit status: 0 after quit or a signal (1 if a --record write failed: the file lacks audio); 1
-when JACK fails (no server, server gone, port errors, a --start-server that cannot start); 2 for
+when JACK fails (no server, server gone without --reconnect, port errors, a --start-server that cannot start); 2 for
 bad options (including a name JACK cannot take, a --lowpass outside 10…rate/2, or a --record
 file that cannot be created in that format: refused before joining JACK).
 """

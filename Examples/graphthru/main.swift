@@ -87,6 +87,14 @@ let loop = MainLoop(tool: tool, driver: driver, input: commands.interactive ? .k
 loop.complain = { view.complain($0) }
 loop.readsInputNow = { !commands.interactive || commands.keyMode }
 loop.onBackground = { commands.leaveKeyMode() }
+loop.report = { view.report($0) }
+// A new period or freewheel mode is said as it happens (a new rate when the graph followed it).
+driver.addObserver { notification in
+    guard case .configurationChanged(let from, let to) = notification else { return }
+    if from.bufferSize != to.bufferSize { view.report("period: \(to.bufferSize) frames") }
+    if from.isFreewheeling != to.isFreewheeling { view.report("freewheel: \(to.isFreewheeling ? "on" : "off")") }
+}
+loop.follow(options.client) { try monitor.namePorts(of: driver) }
 loop.onSampleRateFollowed = { view.report("sample rate: \(driver.sampleRate) Hz") }
 loop.onWake = {
     if let failure = monitor.newRecordingFailure() {

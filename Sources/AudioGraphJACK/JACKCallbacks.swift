@@ -24,7 +24,13 @@ final class JACKRenderState: @unchecked Sendable {
     let bufferSize = Atomic<UInt32>(0)
     let sampleRate = Atomic<UInt32>(0)
     let shutDown = Atomic<Bool>(false)
-    /// Becomes readable when the server shuts down (a self-pipe: write(2) is safe in the callback).
+    /// Whether the server is freewheeling (the freewheel callback's last word).
+    let freewheeling = Atomic<Bool>(false)
+    /// When the shutdown callback ran, CLOCK_MONOTONIC nanoseconds; 0 before.
+    let shutdownTime = Atomic<UInt64>(0)
+    /// Becomes readable when a notification is due: the server shut down, or the period, rate or
+    /// freewheel mode changed (a self-pipe: write(2) is safe in a callback). The control thread
+    /// drains it (``drainNotifications()``).
     let shutdownPipe: (read: Int32, write: Int32)
     /// Reason text from the shutdown callback, NUL-terminated, copied without allocating.
     let shutdownReason: UnsafeMutablePointer<CChar>
@@ -68,6 +74,31 @@ final class JACKRenderState: @unchecked Sendable {
         if shutdownPipe.read >= 0 { Glibc.close(shutdownPipe.read); Glibc.close(shutdownPipe.write) }
     }
 
+    /// Wakes the control thread: one byte into the notification pipe (non-blocking; a full
+    /// pipe already wakes it). Thread: any, JACK's callbacks included.
+    func notify() {
+        var byte: UInt8 = 1
+        _ = write(shutdownPipe.write, &byte, 1)
+    }
+
+    /// Reads every byte the pipe holds, so that `poll` sleeps again until the next notification.
+    /// Thread: control thread.
+    func drainNotifications() {
+        guard shutdownPipe.read >= 0 else { return }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        while read(shutdownPipe.read, &bytes, bytes.count) > 0 {}
+    }
+
+    /// Forgets the last client's shutdown before a new client is opened on this state (the old
+    /// one is closed: no callback of it can run any more). Thread: control thread.
+    func resetAfterShutdown() {
+        shutdownReason[0] = 0
+        shutdownTime.store(0, ordering: .relaxed)
+        freewheeling.store(false, ordering: .relaxed)
+        shutDown.store(false, ordering: .releasing)
+        drainNotifications()
+    }
+
     /// Sets every callback on `client`, with `self` (unretained) as their argument. jack.h: only
     /// while the client is inactive, so before its ports are used and before `jack_activate`.
     /// - Thread: control thread.
@@ -78,6 +109,7 @@ final class JACKRenderState: @unchecked Sendable {
         jack_set_buffer_size_callback(client, audiographJACKBufferSize, arg)
         jack_set_sample_rate_callback(client, audiographJACKSampleRate, arg)
         jack_set_latency_callback(client, audiographJACKLatency, arg)
+        jack_set_freewheel_callback(client, audiographJACKFreewheel, arg)
         jack_on_info_shutdown(client, audiographJACKShutdown, arg)
     }
 }
@@ -130,7 +162,9 @@ func audiographJACKXrun(_ arg: UnsafeMutableRawPointer?) -> Int32 {
 /// most MaximumFramesPerSlice, so nothing is reallocated. Thread: a JACK thread.
 func audiographJACKBufferSize(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPointer?) -> Int32 {
     guard let arg else { return 0 }
-    renderState(arg).bufferSize.store(frames, ordering: .relaxed)
+    let s = renderState(arg)
+    s.bufferSize.store(frames, ordering: .relaxed)
+    s.notify()
     return 0
 }
 
@@ -138,8 +172,18 @@ func audiographJACKBufferSize(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawP
 /// `JACKDriver.followSampleRate()` reconfigures the graph. Thread: a JACK thread.
 func audiographJACKSampleRate(_ rate: jack_nframes_t, _ arg: UnsafeMutableRawPointer?) -> Int32 {
     guard let arg else { return 0 }
-    renderState(arg).sampleRate.store(rate, ordering: .relaxed)
+    let s = renderState(arg)
+    s.sampleRate.store(rate, ordering: .relaxed)
+    s.notify()
     return 0
+}
+
+/// Freewheel callback: records the mode and wakes the control thread. Thread: a JACK thread.
+func audiographJACKFreewheel(_ starting: Int32, _ arg: UnsafeMutableRawPointer?) {
+    guard let arg else { return }
+    let s = renderState(arg)
+    s.freewheeling.store(starting != 0, ordering: .relaxed)
+    s.notify()
 }
 
 /// Latency callback (jack.h, `jack_set_latency_callback`): each output reports the largest
@@ -166,8 +210,8 @@ func audiographJACKLatency(_ mode: jack_latency_callback_mode_t, _ arg: UnsafeMu
     for i in 0..<toCount { jack_port_set_latency_range(to[i], mode, &range) }
 }
 
-/// Shutdown callback. Like a signal handler: copies the reason without allocating, sets the
-/// flag and writes a byte to the shutdown pipe; the control thread closes the client.
+/// Shutdown callback. Like a signal handler: copies the reason without allocating, notes the
+/// time, sets the flag and writes a byte to the notification pipe; the control thread closes the client.
 /// Thread: a JACK thread.
 func audiographJACKShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar>?, _ arg: UnsafeMutableRawPointer?) {
     guard let arg else { return }
@@ -177,7 +221,9 @@ func audiographJACKShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar
         while i < JACKRenderState.reasonCapacity - 1, reason[i] != 0 { s.shutdownReason[i] = reason[i]; i += 1 }
     }
     s.shutdownReason[i] = 0
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)  // async-signal-safe, as everything here
+    s.shutdownTime.store(UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec), ordering: .relaxed)
     s.shutDown.store(true, ordering: .releasing)
-    var byte: UInt8 = 1
-    _ = write(s.shutdownPipe.write, &byte, 1)
+    s.notify()
 }

@@ -18,8 +18,9 @@ import Glibc
 /// activates; then connect. ``close()`` deactivates and closes.
 ///
 /// The process callback is real-time safe (no allocation, lock, I/O or blocking; `@_noLocks`).
-/// Server shutdown sets a flag (``isShutDown``) and writes a byte to ``shutdownFileDescriptor``,
-/// nothing else; xruns are counted; a period
+/// Server shutdown sets a flag (``isShutDown``) and writes a byte to ``notificationFileDescriptor``,
+/// nothing else; the control thread hears of it as a ``Notification`` (``dispatchNotifications()``)
+/// and may ``reconnect()`` once a server runs again; xruns are counted; a period
 /// change needs no reallocation, because the graph renders long periods as several slices.
 ///
 /// Thread: control thread, one at a time; the counters are readable from any thread.
@@ -54,10 +55,19 @@ public final class JACKDriver: @unchecked Sendable {
 
     /// The open client; nil once closed. Internal: the patchbay extension talks to it.
     var client: OpaquePointer?
-    private let state: JACKRenderState
+    let state: JACKRenderState
     /// The graph's IO unit, configured to the server here and again by ``followSampleRate()``.
-    private let io: IOUnit
-    private var isActive = false
+    let io: IOUnit
+    var isActive = false
+    /// The options the client was opened with (``reconnect()`` opens the next one alike).
+    let options: Options
+    /// Observers of ``Notification``s, by token, called on the control thread.
+    var observers: [(token: Int, handler: (Notification) -> Void)] = []
+    var nextObserverToken = 0
+    /// The configuration the last notification (or the opening) told of.
+    var lastConfiguration: Configuration
+    /// Whether ``Notification/interruptionBegan(reason:)`` was posted for the current shutdown.
+    var interruptionPosted = false
     /// This client's ports that carry a pretty name, removed again by ``close()``.
     var prettyNamedPorts: [jack_uuid_t] = []
 
@@ -79,26 +89,7 @@ public final class JACKDriver: @unchecked Sendable {
         for n in [options.inputChannels, options.outputChannels] where n < 1 || n > 64 { throw .invalidChannelCount(n) }
         guard let io = graph.ioUnit else { throw .graph(.outputNodeErr) }
 
-        var raw = JackNullOption.rawValue
-        if !options.startServer { raw |= JackNoStartServer.rawValue }
-        if options.useExactName { raw |= JackUseExactName.rawValue }
-        if options.serverName != nil { raw |= JackServerName.rawValue }
-        JACKDriver.routeLibjackMessages()
-        var status = jack_status_t(rawValue: 0)
-        let opened: OpaquePointer? = options.serverName.withOptionalCString { server in
-            audiograph_jack_client_open(name, jack_options_t(rawValue: raw), &status, server)
-        }
-        guard let client = opened else {
-            // JackServerFailed: nothing answered. JackServerError alone: a server answered and refused.
-            if status.rawValue & JackServerFailed.rawValue != 0 {
-                throw .serverNotRunning(server: options.serverName ?? Self.environmentServer)
-            }
-            if status.rawValue & JackNameNotUnique.rawValue != 0 {
-                throw .invalidClientName(name, reason: "a client of that name is already connected")
-            }
-            throw .clientOpenFailed(status: status.rawValue)
-        }
-        let actualName = String(cString: jack_get_client_name(client))
+        let (client, actualName) = try JACKDriver.openClient(options)
         let rate = jack_get_sample_rate(client)
         do {
             try io.configureDevice(inputChannels: UInt32(options.inputChannels), outputChannels: UInt32(options.outputChannels),
@@ -109,26 +100,7 @@ public final class JACKDriver: @unchecked Sendable {
         }
 
         let state = JACKRenderState(graph: graph.renderContext, inputCount: options.inputChannels, outputCount: options.outputChannels)
-        state.sampleRate.store(rate, ordering: .relaxed)
-        state.bufferSize.store(jack_get_buffer_size(client), ordering: .relaxed)
-        // Callbacks before ports and activation (jack.h: they may only be set while inactive).
-        state.install(on: client)
-        var inputNames: [String] = [], outputNames: [String] = []
-        func register(_ short: String, flags: JackPortFlags) throws(JACKDriverError) -> OpaquePointer {
-            guard let port = jack_port_register(client, short, JACK_DEFAULT_AUDIO_TYPE, UInt(flags.rawValue), 0) else {
-                jack_client_close(client)
-                throw .portRegistrationFailed("\(actualName):\(short)")
-            }
-            return port
-        }
-        for c in 0..<options.inputChannels {
-            state.inputPorts[c] = try register("in_\(c + 1)", flags: JackPortIsInput)
-            inputNames.append("\(actualName):in_\(c + 1)")
-        }
-        for c in 0..<options.outputChannels {
-            state.outputPorts[c] = try register("out_\(c + 1)", flags: JackPortIsOutput)
-            outputNames.append("\(actualName):out_\(c + 1)")
-        }
+        let (inputNames, outputNames) = try JACKDriver.prepare(client, named: actualName, state: state)
 
         self.graph = graph
         self.io = io
@@ -138,9 +110,65 @@ public final class JACKDriver: @unchecked Sendable {
         self.clientName = actualName
         self.inputPortNames = inputNames
         self.outputPortNames = outputNames
+        self.options = options
+        lastConfiguration = Configuration(sampleRate: Int(rate), bufferSize: Int(jack_get_buffer_size(client)), isFreewheeling: false)
     }
 
     deinit { close() }
+
+    /// Opens a client as `options` say (libjack's messages routed first).
+    /// - Throws: ``JACKDriverError/serverNotRunning(server:)``, ``JACKDriverError/invalidClientName(_:reason:)``
+    ///   (the name is taken and exact naming was asked for), ``JACKDriverError/clientOpenFailed(status:)``.
+    static func openClient(_ options: Options) throws(JACKDriverError) -> (OpaquePointer, String) {
+        var raw = JackNullOption.rawValue
+        if !options.startServer { raw |= JackNoStartServer.rawValue }
+        if options.useExactName { raw |= JackUseExactName.rawValue }
+        if options.serverName != nil { raw |= JackServerName.rawValue }
+        routeLibjackMessages()
+        var status = jack_status_t(rawValue: 0)
+        let opened: OpaquePointer? = options.serverName.withOptionalCString { server in
+            audiograph_jack_client_open(options.clientName, jack_options_t(rawValue: raw), &status, server)
+        }
+        guard let client = opened else {
+            // JackServerFailed: nothing answered. JackServerError alone: a server answered and refused.
+            if status.rawValue & JackServerFailed.rawValue != 0 {
+                throw .serverNotRunning(server: options.serverName ?? Self.environmentServer)
+            }
+            if status.rawValue & JackNameNotUnique.rawValue != 0 {
+                throw .invalidClientName(options.clientName, reason: "a client of that name is already connected")
+            }
+            throw .clientOpenFailed(status: status.rawValue)
+        }
+        return (client, String(cString: jack_get_client_name(client)))
+    }
+
+    /// Records the server's rate and period in `state`, sets the callbacks and registers the
+    /// ports `in_1…`, `out_1…` of a client just opened (inactive). Closes the client on failure.
+    /// - Returns: the ports' full names.
+    /// - Throws: ``JACKDriverError/portRegistrationFailed(_:)``.
+    static func prepare(_ client: OpaquePointer, named name: String, state: JACKRenderState) throws(JACKDriverError) -> ([String], [String]) {
+        state.sampleRate.store(jack_get_sample_rate(client), ordering: .relaxed)
+        state.bufferSize.store(jack_get_buffer_size(client), ordering: .relaxed)
+        // Callbacks before ports and activation (jack.h: they may only be set while inactive).
+        state.install(on: client)
+        var inputNames: [String] = [], outputNames: [String] = []
+        func register(_ short: String, flags: JackPortFlags) throws(JACKDriverError) -> OpaquePointer {
+            guard let port = jack_port_register(client, short, JACK_DEFAULT_AUDIO_TYPE, UInt(flags.rawValue), 0) else {
+                jack_client_close(client)
+                throw .portRegistrationFailed("\(name):\(short)")
+            }
+            return port
+        }
+        for c in 0..<state.inputCount {
+            state.inputPorts[c] = try register("in_\(c + 1)", flags: JackPortIsInput)
+            inputNames.append("\(name):in_\(c + 1)")
+        }
+        for c in 0..<state.outputCount {
+            state.outputPorts[c] = try register("out_\(c + 1)", flags: JackPortIsOutput)
+            outputNames.append("\(name):out_\(c + 1)")
+        }
+        return (inputNames, outputNames)
+    }
 
     /// The longest client name jack2 accepts, in bytes: its `JACK_CLIENT_NAME_SIZE` is 64
     /// including the terminating NUL (measured on jack2 1.9.21, whose `jack_client_name_size()`
@@ -202,16 +230,22 @@ public final class JACKDriver: @unchecked Sendable {
         guard sampleRateChanged else { return }
         let wasRunning = graph.isRunning
         do {
-            try graph.uninitialize()
-            try io.configureDevice(inputChannels: io.deviceInputFormat.channelsPerFrame,
-                                   outputChannels: io.deviceOutputFormat.channelsPerFrame,
-                                   sampleRate: Double(sampleRate))
-            try graph.initialize()
+            try reconfigureGraphForServerRate()
             if wasRunning { try graph.start() }
         } catch {
             throw .graph(error)
         }
         recomputeLatency()
+    }
+
+    /// Uninitializes the graph, sets the IO unit's device sides to the server's rate and
+    /// initializes again (the graph is left stopped). Thread: control thread.
+    func reconfigureGraphForServerRate() throws(AudioUnitError) {
+        try graph.uninitialize()
+        try io.configureDevice(inputChannels: io.deviceInputFormat.channelsPerFrame,
+                               outputChannels: io.deviceOutputFormat.channelsPerFrame,
+                               sampleRate: Double(sampleRate))
+        try graph.initialize()
     }
 
     /// Stores a sample rate as the sample-rate callback would (package-internal: jack2 changes
@@ -252,10 +286,13 @@ public final class JACKDriver: @unchecked Sendable {
         guard let client, !isShutDown else { return 0 }
         return jack_cpu_load(client)
     }
-    /// Whether the server shut down or dropped this client; ``close()`` it then. Thread: any.
+    /// Whether the server shut down or dropped this client; ``close()`` it then, or
+    /// ``reconnect()`` once a server runs again. Thread: any.
     public var isShutDown: Bool { state.shutDown.load(ordering: .acquiring) }
     /// A file descriptor that becomes readable when the server shuts down or drops the client,
-    /// for `poll`-based main loops that would otherwise wake up to check ``isShutDown``.
+    /// for `poll`-based main loops that would otherwise wake up to check ``isShutDown``. It is
+    /// ``notificationFileDescriptor``: it also becomes readable for a new rate, period or
+    /// freewheel mode, and ``dispatchNotifications()`` empties it.
     /// -1 if the pipe could not be made. Owned by the driver. Thread: any.
     public var shutdownFileDescriptor: Int32 { state.shutdownPipe.read }
     /// The server's reason for the shutdown, empty before one. Thread: any (after ``isShutDown``).

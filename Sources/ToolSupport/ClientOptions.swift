@@ -2,8 +2,9 @@
 import AudioGraph
 import AudioGraphJACK
 
-/// How a tool's JACK client is named, which server it joins, how many ports it has and what
-/// they connect to: the options every tool parses alike.
+/// How a tool's JACK client is named, which server it joins, how many ports it has, what
+/// they connect to and whether it waits for a server that went away: the options every tool
+/// parses alike.
 /// Thread: the main thread.
 public struct ClientOptions {
     /// Which of the shared options a tool takes; the others stay unknown options.
@@ -24,8 +25,10 @@ public struct ClientOptions {
         public static let outputs = Accepted(rawValue: 16)
         /// `--no-autoconnect`.
         public static let noAutoconnect = Accepted(rawValue: 32)
+        /// `--reconnect`.
+        public static let reconnect = Accepted(rawValue: 64)
         /// All of them.
-        public static let all: Accepted = [.name, .server, .channels, .inputs, .outputs, .noAutoconnect]
+        public static let all: Accepted = [.name, .server, .channels, .inputs, .outputs, .noAutoconnect, .reconnect]
     }
 
     /// The client name asked for with --name (checked: 1…63 bytes, no ':'), or nil for the tool's default.
@@ -36,6 +39,9 @@ public struct ClientOptions {
     public var channels: Int
     /// What the ports connect to once the client runs.
     public var routing = PortRouting()
+    /// `--reconnect`: when the server goes away, wait for it and resume (``MainLoop/reconnects``)
+    /// instead of exiting 1.
+    public var reconnect = false
 
     /// Defaults: no name (the tool's), the default server, `channels` ports each way, autoconnect.
     public init(channels: Int = 2) { self.channels = channels }
@@ -60,6 +66,7 @@ public struct ClientOptions {
         case "--input" where accepted.contains(.inputs): routing.inputs.append(arguments.value(for: argument))
         case "--output" where accepted.contains(.outputs): routing.outputs.append(arguments.value(for: argument))
         case "--no-autoconnect" where accepted.contains(.noAutoconnect): routing.autoconnect = false
+        case "--reconnect" where accepted.contains(.reconnect): reconnect = true
         default: return false
         }
         return true
@@ -87,6 +94,27 @@ extension Tool {
         } catch {
             if case .invalidClientName = error { fail("\(error)", status: ExitStatus.usage) }
             fail("\(error)")
+        }
+    }
+}
+
+extension MainLoop {
+    /// Sets the loop up for `options`: with `--reconnect` it waits for a server that went away,
+    /// and once the client is back it connects the ports as at the start (`routing`, the
+    /// patterns matched anew), then calls `afterConnecting` (port names); what cannot be
+    /// restored is said as a note, and the tool runs on.
+    public func follow(_ options: ClientOptions, afterConnecting: @escaping () throws -> Void = {}) {
+        reconnects = options.reconnect
+        let routing = options.routing, driver = self.driver
+        onReconnected = {
+            var notes: [String] = []
+            do {
+                notes += try routing.connect(driver)
+                try afterConnecting()
+            } catch {
+                notes.append("note: could not restore every connection: \(error) (connect with jack_connect or a patchbay)")
+            }
+            return notes
         }
     }
 }

@@ -7,13 +7,17 @@ import Glibc
 /// A tool's main loop, on the main thread while JACK's threads pull the graph.
 ///
 /// Each time round it checks, in order: a quit signal (``QuitSignals``) or ``isDone`` → returns 0;
-/// the server shut down or dropped the client → says so (``complain``) and returns 1; the
-/// server's sample rate changed (the driver's callback only records it) →
+/// the driver's notifications are dispatched (`JACKDriver.dispatchNotifications()`: its
+/// observers hear of an interruption or a new configuration); the server shut down or dropped
+/// the client → without ``reconnects`` says so (``complain``) and returns 1, with it says so
+/// once and then tries `JACKDriver.reconnect()` every 250 ms (a failed `jack_client_open`, no
+/// busy loop) until a server answers, then ``onReconnected`` (the tool restores its
+/// connections); the server's sample rate changed (the driver's callback only records it) →
 /// `JACKDriver.followSampleRate()` here, then ``onSampleRateFollowed``, or says why it could not
-/// and returns 1. Then it calls ``onWake``
-/// (the tool's periodic work: redraw, reload a file, print a level) and sleeps in `poll` until
-/// standard input has bytes, the signal pipe or the driver's shutdown pipe becomes readable, or
-/// ``onWake``'s timeout passes. Bytes of input go to the ``Input`` handler; end of input is
+/// and returns 1 (a reconnect at another rate calls ``onSampleRateFollowed`` too). Then it calls
+/// ``onWake`` (the tool's periodic work: redraw, reload a file, print a level) and sleeps in
+/// `poll` until standard input has bytes, the signal pipe or the driver's notification pipe
+/// becomes readable, or ``onWake``'s timeout passes. Bytes of input go to the ``Input`` handler; end of input is
 /// not a quit (the loop goes on without reading).
 ///
 /// Thread: the main thread (`@MainActor`), as are the handlers it calls.
@@ -49,6 +53,18 @@ public final class MainLoop {
     public var readsInputNow: () -> Bool = { true }
     /// Called after the graph followed a new server rate (`driver.sampleRate` is the new one).
     public var onSampleRateFollowed: () -> Void = {}
+    /// Whether a server that goes away is waited for (the tools' `--reconnect`) rather than
+    /// ending the loop with status 1. Default: false.
+    public var reconnects = false
+    /// Called after `JACKDriver.reconnect()` opened the client again (same name and ports, the
+    /// graph running): the tool restores its connections and port names. Returns notes to say
+    /// (a port given that is not there yet); the loop says them with ``report``.
+    public var onReconnected: () -> [String] = { [] }
+    /// Says how the run goes (waiting for the server, back), one line without the tool's
+    /// prefix. Default: the tool's `say` (stdout).
+    public var report: (String) -> Void
+    /// Milliseconds between reconnect attempts while the server is away.
+    public static let reconnectInterval: Int32 = 250
     /// Says why the loop ends with a failure (the server went away, its new rate could not be
     /// followed), one line without the tool's prefix. Default: the tool's `complain` (stderr).
     /// A tool that draws a status area on the terminal shows it there instead, where a line
@@ -60,6 +76,10 @@ public final class MainLoop {
     public var onBackground: () -> Void = {}
 
     private let input: Input
+    /// The last reason a reconnect failed other than "no server", said once until it changes.
+    private var reconnectProblem: String?
+    /// Whether the current interruption was said.
+    private var interruptionSaid = false
     private var line: [UInt8] = []
     private var buffer = [UInt8](repeating: 0, count: 256)
 
@@ -69,23 +89,34 @@ public final class MainLoop {
         self.driver = driver
         self.input = input
         complain = { [tool] in tool.complain($0) }
+        report = { [tool] in tool.say("\(tool.name): \($0)") }
         if case .none = input { inputOpen = false }
     }
 
     /// Runs until a quit command (an input handler returned false) or signal, or a failure.
     /// - Returns: the exit status: ``ExitStatus/success`` (0) for a quit, ``ExitStatus/failure``
-    ///   (1) when the server went away or the graph could not follow its new rate (the reason
-    ///   goes to ``complain``).
+    ///   (1) when the server went away (without ``reconnects``) or the graph could not follow
+    ///   its new rate (the reason goes to ``complain``).
     /// - Thread: the main thread.
     public func run() -> Int32 {
         while true {
             if QuitSignals.received != 0 || isDone() { return ExitStatus.success }
+            driver.dispatchNotifications()
+            var waiting = false
             if driver.isShutDown {
                 let reason = driver.shutdownReason
-                complain("the JACK server shut down\(reason.isEmpty ? "" : " (\(reason))"); exiting")
-                return ExitStatus.failure
+                let what = "the JACK server shut down\(reason.isEmpty ? "" : " (\(reason))")"
+                guard reconnects else {
+                    complain("\(what); exiting")
+                    return ExitStatus.failure
+                }
+                if !interruptionSaid {
+                    complain("\(what); waiting for it to come back (--reconnect)")
+                    interruptionSaid = true
+                }
+                waiting = !tryReconnect()
             }
-            if driver.sampleRateChanged {
+            if !waiting && driver.sampleRateChanged {
                 do {
                     try driver.followSampleRate()
                     onSampleRateFollowed()
@@ -94,15 +125,43 @@ public final class MainLoop {
                     return ExitStatus.failure
                 }
             }
-            let timeout = onWake()
+            var timeout = onWake()
+            if waiting { timeout = timeout < 0 ? MainLoop.reconnectInterval : min(timeout, MainLoop.reconnectInterval) }
             let readInput = inputOpen && readsInputNow()
-            var fds = [pollfd(fd: driver.shutdownFileDescriptor, events: Int16(POLLIN), revents: 0),
+            var fds = [pollfd(fd: driver.notificationFileDescriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: QuitSignals.fileDescriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: readInput ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 3, timeout)
             if ready <= 0 || fds[2].revents == 0 { continue }
             if !readInputNow() { return ExitStatus.success }
         }
+    }
+
+    /// One reconnect attempt: true once the client runs again (then said, with the downtime,
+    /// and handed to ``onReconnected``). "No server" stays quiet; another reason is said once.
+    private func tryReconnect() -> Bool {
+        let rateBefore = driver.sampleRate
+        var downtime = 0.0
+        let token = driver.addObserver { notification in
+            if case .interruptionEnded(let seconds, _) = notification { downtime = seconds }
+        }
+        defer { driver.removeObserver(token) }
+        do {
+            try driver.reconnect()
+        } catch {
+            if case .serverNotRunning = error { return false }
+            let text = "\(error)"
+            if text != reconnectProblem { complain("cannot reconnect yet: \(text); trying again"); reconnectProblem = text }
+            return false
+        }
+        reconnectProblem = nil
+        interruptionSaid = false
+        let seconds = Double(Int((downtime * 100).rounded())) / 100
+        let notes = onReconnected()  // connections first: once this is said, the ports are routed
+        report("the JACK server is back: resumed as '\(driver.clientName)' after \(seconds) s (\(driver.configuration))")
+        for note in notes { report(note) }
+        if driver.sampleRate != rateBefore { onSampleRateFollowed() }
+        return true
     }
 
     /// Reads what standard input has and passes it on; false when a handler asked to quit.

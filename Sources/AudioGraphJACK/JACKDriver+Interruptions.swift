@@ -1,0 +1,192 @@
+// AudioGraphJACK: interruptions and configuration changes — notifications an app observes, and reconnecting after the server went away.
+import AudioGraph
+import CJack
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension JACKDriver {
+    /// What the server runs at: the part of its state a client must follow.
+    public struct Configuration: Sendable, Equatable, CustomStringConvertible {
+        /// Frames per second (`jack_get_sample_rate`).
+        public var sampleRate: Int
+        /// The period in frames (`jack_get_buffer_size`).
+        public var bufferSize: Int
+        /// Whether the server runs freewheeling (as fast as it can, no real-time deadline).
+        public var isFreewheeling: Bool
+
+        /// A configuration.
+        public init(sampleRate: Int, bufferSize: Int, isFreewheeling: Bool) {
+            self.sampleRate = sampleRate
+            self.bufferSize = bufferSize
+            self.isFreewheeling = isFreewheeling
+        }
+
+        /// `48000 Hz, period 256` (and `, freewheeling`).
+        public var description: String {
+            "\(sampleRate) Hz, period \(bufferSize)\(isFreewheeling ? ", freewheeling" : "")"
+        }
+    }
+
+    /// What happened to the client's server, as AVAudioSession posts its interruption and
+    /// route-change notifications: observe them with ``addObserver(_:)``; the control thread
+    /// delivers them with ``dispatchNotifications()``.
+    public enum Notification: Sendable, Equatable, CustomStringConvertible {
+        /// The server shut down or dropped the client (`jack_on_info_shutdown`); `reason` is the
+        /// server's text. Nothing renders until ``JACKDriver/reconnect()`` succeeds.
+        case interruptionBegan(reason: String)
+        /// ``JACKDriver/reconnect()`` opened the client again: same name, same ports, the graph
+        /// running. `downtime` is the time from the shutdown to the client running again, in
+        /// seconds (0 when the shutdown time is unknown); `configuration` is the server's now.
+        case interruptionEnded(downtime: Double, configuration: Configuration)
+        /// The server's rate, period or freewheel mode changed (also after an interruption,
+        /// when the new server runs otherwise). A new rate has already been followed when the
+        /// notification comes from ``JACKDriver/reconnect()``; otherwise the main loop calls
+        /// ``JACKDriver/followSampleRate()``.
+        case configurationChanged(from: Configuration, to: Configuration)
+
+        /// One line: `interruption began (reason)`, `interruption ended after 1.23 s (44100 Hz,
+        /// period 256)`, `configuration changed: 48000 Hz, period 256 → 48000 Hz, period 64`.
+        public var description: String {
+            switch self {
+            case .interruptionBegan(let reason):
+                return "interruption began\(reason.isEmpty ? "" : " (\(reason))")"
+            case .interruptionEnded(let downtime, let configuration):
+                let seconds = Double(Int((downtime * 100).rounded())) / 100
+                return "interruption ended after \(seconds) s (\(configuration))"
+            case .configurationChanged(let from, let to):
+                return "configuration changed: \(from) → \(to)"
+            }
+        }
+    }
+
+    /// An observer's registration, for ``removeObserver(_:)``.
+    public struct ObserverToken: Sendable, Hashable {
+        let value: Int
+    }
+
+    /// What the server runs at now, as the callbacks last recorded it. Thread: any.
+    public var configuration: Configuration {
+        Configuration(sampleRate: sampleRate, bufferSize: bufferSize,
+                      isFreewheeling: state.freewheeling.load(ordering: .relaxed))
+    }
+
+    /// A file descriptor that becomes readable when a notification is due (an interruption,
+    /// a new rate, period or freewheel mode): a `poll`-based main loop sleeps on it and calls
+    /// ``dispatchNotifications()`` when it wakes. The same pipe as ``shutdownFileDescriptor``.
+    /// -1 if the pipe could not be made. Owned by the driver. Thread: any.
+    public var notificationFileDescriptor: Int32 { state.shutdownPipe.read }
+
+    /// Calls `handler` with every notification from now on, on the thread that calls
+    /// ``dispatchNotifications()`` or ``reconnect()`` (the control thread), in order.
+    /// - Returns: a token for ``removeObserver(_:)``.
+    /// - Thread: control thread.
+    @discardableResult
+    public func addObserver(_ handler: @escaping (Notification) -> Void) -> ObserverToken {
+        nextObserverToken += 1
+        observers.append((nextObserverToken, handler))
+        return ObserverToken(value: nextObserverToken)
+    }
+
+    /// Stops calling an observer. Unknown tokens are ignored. Thread: control thread.
+    public func removeObserver(_ token: ObserverToken) {
+        observers.removeAll { $0.token == token.value }
+    }
+
+    /// Empties the notification pipe and posts what changed since the last call: an
+    /// interruption that began (once per shutdown), then a configuration change. JACK's
+    /// callbacks only record; this is where observers hear of it.
+    /// - Thread: control thread (never from a JACK callback).
+    public func dispatchNotifications() {
+        state.drainNotifications()
+        if isShutDown {
+            guard !interruptionPosted else { return }
+            interruptionPosted = true
+            post(.interruptionBegan(reason: shutdownReason))
+            return
+        }
+        postConfigurationChange()
+    }
+
+    /// Opens the client again after the server shut down or dropped it, as it was: the same
+    /// name (exactly: ``clientName``), the same ports `in_k` and `out_k`, the same callbacks;
+    /// the graph follows the new server's rate when it differs (see ``followSampleRate()``)
+    /// and runs again; the counters go on counting. Connections are the caller's to restore
+    /// (the server that had them is gone): ``connect(_:to:timeout:)``, or a tool's routing.
+    /// Posts ``Notification/interruptionEnded(downtime:configuration:)`` (after
+    /// ``Notification/interruptionBegan(reason:)`` when that was not yet delivered), then
+    /// ``Notification/configurationChanged(from:to:)`` when the new server runs otherwise.
+    /// Does nothing while the client is connected. Never waits for a server: a loop calls it
+    /// again, gently (graphthru: every 250 ms), until it succeeds.
+    /// - Throws: ``JACKDriverError/serverNotRunning(server:)`` while no server answers (the
+    ///   usual case; try again later); ``JACKDriverError/invalidClientName(_:reason:)`` when
+    ///   another client took the name meanwhile; ``JACKDriverError/portRegistrationFailed(_:)``,
+    ///   ``JACKDriverError/activationFailed``, ``JACKDriverError/clientOpenFailed(status:)``;
+    ///   ``JACKDriverError/graph(_:)`` when the graph cannot run at the new rate (it is left
+    ///   uninitialized). After any throw the driver is closed and interrupted as before, and
+    ///   a later call tries again.
+    /// - Thread: control thread (never from a JACK callback); allocates.
+    public func reconnect() throws(JACKDriverError) {
+        guard isShutDown || client == nil else { return }
+        if isShutDown && !interruptionPosted { dispatchNotifications() }
+        let wentAway = state.shutdownTime.load(ordering: .relaxed)
+        close()  // the dead client: its threads are gone once this returns
+        var again = options
+        again.clientName = clientName
+        again.useExactName = true
+        again.startServer = false
+        let (client, _) = try JACKDriver.openClient(again)
+        // From here the state belongs to the new client: no callback of the old one runs.
+        let reason = String(cString: state.shutdownReason)
+        state.resetAfterShutdown()
+        do {
+            _ = try JACKDriver.prepare(client, named: clientName, state: state)
+        } catch {
+            markShutDown(reason)
+            throw error
+        }
+        self.client = client
+        do throws(JACKDriverError) {
+            if Double(sampleRate) != io.deviceOutputFormat.sampleRate {
+                do throws(AudioUnitError) { try reconfigureGraphForServerRate() } catch { throw JACKDriverError.graph(error) }
+            }
+            try start()
+        } catch {
+            close()
+            markShutDown(reason)
+            throw error
+        }
+        interruptionPosted = false
+        var downtime = 0.0
+        if wentAway > 0 {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            let ns = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+            downtime = Double(ns &- wentAway) / 1e9
+        }
+        post(.interruptionEnded(downtime: downtime, configuration: configuration))
+        postConfigurationChange()
+    }
+
+    /// Puts the state back to "shut down" after a reconnect that failed half-way, so that the
+    /// next ``reconnect()`` starts from the same place (the reason is kept).
+    private func markShutDown(_ reason: String) {
+        var i = 0
+        for byte in reason.utf8.prefix(JACKRenderState.reasonCapacity - 1) { state.shutdownReason[i] = CChar(bitPattern: byte); i += 1 }
+        state.shutdownReason[i] = 0
+        state.shutDown.store(true, ordering: .releasing)
+        interruptionPosted = true
+    }
+
+    private func postConfigurationChange() {
+        let now = configuration
+        guard now != lastConfiguration else { return }
+        let before = lastConfiguration
+        lastConfiguration = now
+        post(.configurationChanged(from: before, to: now))
+    }
+
+    private func post(_ notification: Notification) {
+        for observer in observers { observer.handler(notification) }
+    }
+}
