@@ -133,5 +133,135 @@ extension JACKIntegration {
             #expect(tool.stderr.components(separatedBy: "\n").filter { !$0.isEmpty }.count == 1,
                     "one line on stderr, the interruption: \(tool.stderr)")
         }
+
+        /// A 1 kHz low-pass keeps its cutoff in Hz when the server comes back at 44.1 kHz: a
+        /// 1 kHz tone loses the same (about 3 dB: the cutoff) at both rates. Coefficients kept
+        /// from 48 kHz would put the cutoff at 919 Hz, 1.4 dB lower at 1 kHz; the bound, 0.17 dB,
+        /// is what ±2 % of the cutoff moves the gain there.
+        @Test func graphthrusLowpassKeepsItsCutoffWhenTheServerComesBackAt44k() throws {
+            let name = "audiograph-gt-44k-restart-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            // The probe exists before graphthru connects to it, at each start: graphthru's
+            // --input/--output make the connections, the first time and after the restart.
+            var probe: ProbeClient? = ProbeClient(server: name, name: "probe-gt44", play: Self.tone(1000, rate: 48_000), captureFrames: 48_000)
+            let tool = try ToolProcess(["--name", "gt-44k-restart", "--channels", "1", "--reconnect", "--lowpass", "1000",
+                                        "--input", "probe-gt44:out", "--output", "probe-gt44:in"], server: name)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            let at48 = Self.gain(probe!.run())
+            probe = nil
+
+            server.stop()
+            #expect(tool.waitForError("waiting for it to come back"), "\(tool.stderr)")
+            server = try PrivateServer(name: name, sampleRate: 44_100)
+            probe = ProbeClient(server: name, name: "probe-gt44", play: Self.tone(1000, rate: 44_100), captureFrames: 44_100)
+            #expect(tool.waitFor("the JACK server is back"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            #expect(tool.waitFor("sample rate: 44100 Hz"), "\(tool.stdout)")
+            let at44 = Self.gain(probe!.run())
+            probe = nil
+            print("1 kHz through graphthru's 1 kHz low-pass: \(at48) dB at 48 kHz, \(at44) dB at 44.1 kHz after the restart")
+            #expect(abs(at48 - at44) < 0.17, "the cutoff stays at 1000 Hz ± 2 %: \(at48) dB at 48 kHz, \(at44) dB at 44.1 kHz")
+            #expect(abs(at44 + 3.01) < 0.5, "1 kHz is the −3 dB point: \(at44) dB")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
+
+        /// graphrecord --reconnect goes on in the same file: the speech before the restart is in
+        /// it bit for bit, the gap is said and counted, and a 1 kHz tone played after the server
+        /// came back at 44.1 kHz is a 1 kHz tone in the 48 kHz file (resampled to the file's
+        /// rate, not written at the server's: unresampled it would read as 919 Hz).
+        @Test func graphrecordGoesOnInTheSameFileAtItsRate() throws {
+            let name = "audiograph-grec-restart-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let path = "/tmp/ag-grec-restart-\(getpid()).wav"
+            defer { if ProcessInfo.processInfo.environment["KEEP"] == nil { unlink(path) } }
+            let speech = Speech.load().samples
+            var probe: ProbeClient? = ProbeClient(server: name, name: "probe-grec-r", play: speech, captureFrames: speech.count)
+            let tool = try ToolProcess("graphrecord", ["--name", "grec-restart", "--channels", "1", "--reconnect",
+                                                       "--input", "probe-grec-r:out", path], server: name)
+            #expect(tool.waitFor("recording"), "\(tool.stdout) \(tool.stderr)")
+            _ = probe!.run()
+            probe = nil
+
+            server.stop()
+            #expect(tool.waitForError("waiting for it to come back"), "\(tool.stderr)")
+            server = try PrivateServer(name: name, sampleRate: 44_100)
+            let tone = Self.tone(1000, rate: 44_100, seconds: 2)
+            probe = ProbeClient(server: name, name: "probe-grec-r", play: tone, captureFrames: tone.count)
+            #expect(tool.waitFor("the JACK server is back"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            #expect(tool.stdout.contains("gap: "), "\(tool.stdout)")
+            _ = probe!.run()
+            probe = nil
+            kill(tool.process.processIdentifier, SIGINT)
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            #expect(tool.stdout.contains("gaps: 1 interruption, "), "\(tool.stdout)")
+
+            let file = try #require(readAudioFile(path))
+            #expect(file.info.samplerate == 48_000)
+            let samples = file.channels[0]
+            let speechAt = try #require(exactOccurrence(of: speech, in: samples), "the speech before the restart, bit for bit")
+            // The tone: the loud stretch that ends the file (every 0.1 s of it louder than 0.25;
+            // the speech before it has quiet stretches, and is there twice when the probe played
+            // it again after an xrun); its frequency from zero crossings, 0.1 s in from either
+            // end (the resampler's ramps).
+            let window = 4_800
+            let end = try #require(samples.lastIndex { abs($0) > 0.25 }, "the tone is in the file")
+            var start = end
+            while start - window >= speechAt + speech.count, samples[(start - window)..<start].contains(where: { abs($0) > 0.25 }) { start -= window }
+            #expect(end - start > 80_000, "about 2 s of tone (96000 frames at 48 kHz) or more: \(end - start) frames")
+            // The median over 0.1 s windows: a pass played again after an xrun restarts the
+            // tone's phase, a crossing more in one window, none in the others.
+            var counts: [Int] = []
+            for from in stride(from: start + window, to: end - 2 * window, by: window) {
+                var crossings = 0
+                for i in (from + 1)..<(from + window) where samples[i - 1] < 0 && samples[i] >= 0 { crossings += 1 }
+                counts.append(crossings)
+            }
+            counts.sort()
+            let hz = Double(counts.isEmpty ? 0 : counts[counts.count / 2]) * 48_000 / Double(window)
+            #expect(abs(hz - 1000) <= 10, "1 kHz in the 48 kHz file: \(hz) Hz")
+        }
+
+        /// graphrun --reconnect: the same, with the graph from its file; the file is still
+        /// followed after the restart (an edit saved then is applied).
+        @Test func graphrunResumesAndStillFollowsItsFile() throws {
+            let name = "audiograph-grun-restart-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let path = "/tmp/ag-grun-restart-\(getpid()).json"
+            defer { unlink(path) }
+            func graph(volume: Double) -> String {
+                """
+                { "name": "grun-restart", "channels": 1,
+                  "nodes": [ { "id": "mixer", "type": "mixer", "inputs": 1, "parameters": { "volume": \(volume) } } ],
+                  "connections": [ { "from": "io", "to": "mixer:0" }, { "from": "mixer", "to": "io" } ] }
+                """
+            }
+            try graph(volume: 1).write(toFile: path, atomically: true, encoding: .utf8)
+            let speech = Speech.load().samples
+            var probe: ProbeClient? = ProbeClient(server: name, name: "probe-grun-r", play: speech, captureFrames: speech.count + 8192)
+            let tool = try ToolProcess("graphrun", [path, "--reconnect", "--input", "probe-grun-r:out", "--output", "probe-grun-r:in"], server: name)
+            #expect(tool.waitFor("running"), "\(tool.stdout) \(tool.stderr)")
+            let first = probe!.run()
+            #expect(exactDelay(of: speech, in: first) != nil, "bit-exact before: \(captureReport(speech, first, probe!))")
+            probe = nil
+
+            server.stop()
+            #expect(tool.waitForError("waiting for it to come back"), "\(tool.stderr)")
+            server = try PrivateServer(name: name)
+            probe = ProbeClient(server: name, name: "probe-grun-r", play: speech, captureFrames: speech.count + 8192)
+            #expect(tool.waitFor("the JACK server is back"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            let second = probe!.run()
+            #expect(exactDelay(of: speech, in: second) != nil, "bit-exact after the resume: \(captureReport(speech, second, probe!))")
+            try graph(volume: 0.5).write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(tool.waitFor("reloaded"), "\(tool.stdout) \(tool.stderr)")
+            let halved = probe!.run()
+            let peak = halved.map(abs).max() ?? 0, speechPeak = speech.map(abs).max() ?? 0
+            #expect(abs(peak - speechPeak / 2) < speechPeak * 0.01, "the edit after the restart applies: peak \(peak) of \(speechPeak)")
+            probe = nil
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
     }
 }
