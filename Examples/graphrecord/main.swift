@@ -44,13 +44,13 @@ replaced. Its header is rewritten on every write, so even `kill -9` leaves a rea
 
 output: `recording graphrecord:in_1… to FILE (wav, float32, 48000 Hz)` at start; once a second
 `level (dBFS RMS/peak): in_1 -20.0/-6.5, in_2 -160.0/-160.0; 237568 frames written` (-160.0 is
-digital silence); at the end `recorded N frames to FILE (D dropped)`. With --reconnect, each time the server is back
-`gap: 2.41 s (115680 frames at 48000 Hz) missing after frame 96000 of the file`, and at the end
-`gaps: 1 interruption, 2.41 s in all, not in the file`.
+digital silence); at the end `recorded N frames to FILE (D dropped)`. With --reconnect, each
+time the server is back `gap: 2.41 s (115680 frames at 48000 Hz) missing after frame 96000 of
+the file`, and at the end `gaps: 1 interruption, 2.41 s in all, not in the file`.
 
 exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or the --duration, with the file complete; 1 when JACK
-fails (no server, server gone, a port that does not exist) or a write fails (disk full: the
-file keeps what was written); 2 for bad options, refused before JACK is joined: an unknown
+fails (no server, server gone without --reconnect, a port that does not exist) or a write fails
+(disk full: the file keeps what was written); 2 for bad options, refused before JACK is joined: an unknown
 option, a second FILE, a name JACK cannot take, a FILE that cannot be created (an extension
 other than .wav or .flac, a missing or read-only directory), a --format the type cannot hold,
 a bad --rate or --duration (a --rate too far from the server's is found once it is joined).

@@ -58,9 +58,10 @@ at exit); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`, `low-pass
 `xruns: 2`, and one `status: …` line per `status` command (errors on stderr).
 
 exit status: 0 after quit or a signal (1 if a --record write failed: the file lacks audio); 1
-when JACK fails (no server, server gone without --reconnect, port errors, a --start-server that cannot start); 2 for
-bad options (including a name JACK cannot take, a --lowpass outside 10…rate/2, or a --record
-file that cannot be created in that format: refused before joining JACK).
+when JACK fails (no server, server gone without --reconnect, port errors, a --start-server
+that cannot start); 2 for bad options (including a name JACK cannot take, a --lowpass outside
+10…rate/2, or a --record file that cannot be created in that format: refused before joining
+JACK).
 """
 
 /// The JACK client name without --name. Under another name (--name, or the `graphthru-01` JACK
