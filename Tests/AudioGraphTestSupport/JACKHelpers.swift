@@ -354,9 +354,29 @@ public final class ToolProcess: @unchecked Sendable {
         wait(text, count: count, in: { stdout }, timeout: timeout)
     }
 
-    /// Waits until stderr contains `text`; false on timeout or exit.
-    public func waitForError(_ text: String, timeout: Double = 10) -> Bool {
-        wait(text, count: 1, in: { stderr }, timeout: timeout)
+    /// Waits until stderr contains `text` `count` times; false on timeout or exit.
+    public func waitForError(_ text: String, count: Int = 1, timeout: Double = 10) -> Bool {
+        wait(text, count: count, in: { stderr }, timeout: timeout)
+    }
+
+    /// Waits until stdout (or stderr) holds `text` after byte `offset`, then moves `offset` past
+    /// it; false on timeout or exit. Reads only what is new: for a long run whose output grows.
+    public func waitFor(_ text: String, after offset: inout Int, stderr inStderr: Bool = false, timeout: Double = 10) -> Bool {
+        let url = inStderr ? errorURL : outputURL
+        let needle = Data(text.utf8)
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let handle = try? FileHandle(forReadingFrom: url) {
+                defer { try? handle.close() }
+                try? handle.seek(toOffset: UInt64(offset))
+                if let data = try? handle.readToEnd(), let range = data.range(of: needle) {
+                    offset += range.upperBound - data.startIndex
+                    return true
+                }
+            }
+            if !process.isRunning || Date() >= deadline { return false }
+            usleep(10_000)
+        }
     }
 
     private func wait(_ text: String, count: Int, in stream: () -> String, timeout: Double) -> Bool {
