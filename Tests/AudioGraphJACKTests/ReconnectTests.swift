@@ -99,6 +99,54 @@ extension JACKIntegration {
             #expect(heard.count == 3, "\(heard)")
         }
 
+        /// A new period and freewheeling on and off reach the observers as configuration
+        /// changes, in order, each once; the notification pipe wakes a poll for each.
+        @Test func periodAndFreewheelChangesArePosted() throws {
+            let name = "audiograph-config-\(getpid())"
+            let server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let graph = AudioGraph()
+            let io = IOUnit()
+            let node = try graph.addNode(io)
+            try io.setInputEnabled(true)
+            try graph.connectNodeInput(node, sourceOutputElement: IOUnit.inputElement, node, destinationInputElement: IOUnit.outputElement)
+            var options = JACKDriver.Options()
+            options.clientName = "drv-config"
+            options.serverName = name
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            var heard: [JACKDriver.Notification] = []
+            driver.addObserver { heard.append($0) }
+            let removed = driver.addObserver { _ in Issue.record("a removed observer was called") }
+            driver.removeObserver(removed)
+            try driver.start()
+            driver.dispatchNotifications()
+            #expect(heard.isEmpty, "nothing changed yet: \(heard)")
+            /// Waits for the pipe to wake a poll, then dispatches.
+            func settle(_ condition: () -> Bool) -> Bool {
+                Self.await {
+                    var fd = pollfd(fd: driver.notificationFileDescriptor, events: Int16(POLLIN), revents: 0)
+                    if poll(&fd, 1, 100) > 0 { driver.dispatchNotifications() }
+                    return condition()
+                }
+            }
+            let base = JACKDriver.Configuration(sampleRate: 48_000, bufferSize: 256, isFreewheeling: false)
+            var period = base
+            period.bufferSize = 128
+            _ = try run("/usr/bin/jack_bufsize", ["128"], server: name)
+            #expect(settle { heard.count == 1 }, "\(heard)")
+            #expect(heard.first == .configurationChanged(from: base, to: period))
+            var wheeling = period
+            wheeling.isFreewheeling = true
+            _ = try run("/usr/bin/jack_freewheel", ["yes"], server: name)
+            #expect(settle { heard.count == 2 }, "\(heard)")
+            #expect(heard.last == .configurationChanged(from: period, to: wheeling))
+            _ = try run("/usr/bin/jack_freewheel", ["no"], server: name)
+            #expect(settle { heard.count == 3 }, "\(heard)")
+            #expect(heard.last == .configurationChanged(from: wheeling, to: period))
+            #expect(driver.configuration == period)
+        }
+
         @Test func graphthruResumesBitExactAndRestoresItsConnections() throws {
             let name = "audiograph-gt-restart-\(getpid())"
             var server = try PrivateServer(name: name)
