@@ -49,10 +49,11 @@ control:
                       | status | dump | help | quit      (end of input keeps running)
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
-output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, DSP load,
+output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, non-finite
+samples replaced with 0 (NaN/Inf at the input never reach the outputs or a recording), DSP load,
 server, sample rate, period, meters, and errors and notices for 5 s each, all printed below it
 at exit); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`, `low-pass: on (1000 Hz)`,
-`xruns: 2`, and one `status: …` line per `status` command (errors on stderr).
+`xruns: 2`, `non-finite: 512 sample(s) replaced with 0`, and one `status: …` line per `status` command (errors on stderr).
 
 exit status: 0 after quit or a signal (1 if a --record write failed: the file lacks audio); 1
 when JACK fails (no server, server gone, port errors, a --start-server that cannot start); 2 for

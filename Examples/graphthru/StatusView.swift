@@ -62,6 +62,7 @@ final class StatusView {
     /// Lines of the status area now on screen (the cursor is below them); 0 when none.
     private var drawnLines = 0
     private var xrunsShown: UInt64 = 0
+    private var nonFiniteShown: UInt64 = 0
     /// Messages of this run, oldest first (at most ``keptMessages``).
     private var messages: [Message] = []
     /// Messages dropped from the front of ``messages`` before they were printed.
@@ -100,7 +101,7 @@ final class StatusView {
         let ms = String(format1: Float(period) * 1000 / Float(max(driver.sampleRate, 1)))
         let head = [
             "graphthru · client '\(driver.clientName)' · JACK server '\(driver.serverName)'\(server != nil ? " (own jackd)" : "") · \(driver.sampleRate) Hz · period \(period) (\(ms) ms) · \(monitor.channels) ch",
-            "mute \(muteText) · volume \(dB(monitor.volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · DSP load \(String(format1: driver.cpuLoad))%",
+            "mute \(muteText) · volume \(dB(monitor.volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · non-finite \(monitor.graph.nonFiniteSampleCount) · DSP load \(String(format1: driver.cpuLoad))%",
         ]
         var meters: [String] = []
         if let readings = monitor.meterReadings() {
@@ -116,7 +117,7 @@ final class StatusView {
 
     /// The `status` command's one line.
     func statusLine() -> String {
-        var text = "status: mute \(muteText), volume \(dB(monitor.volumeDB)), low-pass \(lowpassText), xruns \(driver.xrunCount), DSP load \(String(format1: driver.cpuLoad))%, server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize), \(monitor.channels) ch"
+        var text = "status: mute \(muteText), volume \(dB(monitor.volumeDB)), low-pass \(lowpassText), xruns \(driver.xrunCount), non-finite \(monitor.graph.nonFiniteSampleCount), DSP load \(String(format1: driver.cpuLoad))%, server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize), \(monitor.channels) ch"
         if let meters = monitor.meterReadings() {
             text += ", input " + meters.inputs.map { dB($0.average) }.joined(separator: " ")
             text += ", output " + meters.outputs.map { dB($0.average) }.joined(separator: " ")
@@ -235,13 +236,19 @@ final class StatusView {
         }
     }
 
-    /// Each wake-up of the main loop: xruns as they happen (a line each time the count grows,
-    /// as plain lines) or the status area redrawn.
+    /// Each wake-up of the main loop: xruns and replaced NaN/Inf samples as they happen (a line
+    /// each time a count grows, as plain lines) or the status area redrawn.
     func refresh() {
         let xruns = driver.xrunCount
         if xruns != xrunsShown {
             xrunsShown = xruns
             if display == .lines { say("xruns: \(xruns)") }
+        }
+        // NaN/Inf samples the graph replaced with silence (input, or made on the way).
+        let nonFinite = monitor.graph.nonFiniteSampleCount
+        if nonFinite != nonFiniteShown {
+            nonFiniteShown = nonFinite
+            if display == .lines { say("non-finite: \(nonFinite) sample(s) replaced with 0") }
         }
         if display == .terminal { redraw() }
     }
