@@ -83,7 +83,8 @@ extension KernelKind {
             switch self {
             case .custom, .filePlayer: return true
             case .passthrough, .mixer, .muteGate, .routing, .convolution, .dynamics, .peakLimiter,
-                 .oscillator, .noise, .constantSource, .biquadFilter, .nBandEQ, .delay, .sampleDelay: return false
+                 .oscillator, .noise, .constantSource, .biquadFilter, .nBandEQ, .delay, .sampleDelay,
+                 .varispeed, .timePitch: return false
             }
         }
     }
