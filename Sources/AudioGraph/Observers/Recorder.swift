@@ -300,6 +300,8 @@ final class RecordingWriter: @unchecked Sendable {
     let failure = Mutex<RecorderError?>(nil)
     private var shorts: [Int16] = []
     private var ints: [Int32] = []
+    /// A block with NaN or ±Inf in it, copied with those as 0 (grown once, then reused).
+    private var scrubbed: [Float] = []
 
     init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64) {
         self.file = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
@@ -334,7 +336,8 @@ final class RecordingWriter: @unchecked Sendable {
                     writeFloats(file, UnsafeBufferPointer(rebasing: raw.bindMemory(to: Float.self)[0..<samples]), frames: frames)
                 }
             } else {
-                var scrubbed = [Float](repeating: 0, count: samples)
+                // A scratch copy kept between blocks (the tap's block is not ours to write).
+                if scrubbed.count < samples { scrubbed = [Float](repeating: 0, count: samples) }
                 let replaced = scrubbed.withUnsafeMutableBufferPointer { f in
                     block.buffers[0].withUnsafeBytes { raw in
                         f.baseAddress!.update(from: raw.bindMemory(to: Float.self).baseAddress!, count: samples)
@@ -342,7 +345,7 @@ final class RecordingWriter: @unchecked Sendable {
                     return NonFinite.replace(f.baseAddress!, frames: samples)
                 }
                 nonFinite.add(replaced, ordering: .relaxed)
-                done = scrubbed.withUnsafeBufferPointer { writeFloats(file, $0, frames: frames) }
+                done = scrubbed.withUnsafeBufferPointer { writeFloats(file, UnsafeBufferPointer(rebasing: $0[0..<samples]), frames: frames) }
             }
             written.add(UInt64(max(0, done)), ordering: .relaxed)
             if done < frames {

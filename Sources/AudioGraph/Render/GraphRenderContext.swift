@@ -94,6 +94,11 @@ public struct GraphRenderContext: @unchecked Sendable {
                                                               sampleTime: Double(time), nonFinite: &nonFinite)
                     RenderLoop.notify(plan, .postRender, input: output, inputChannelCount: outputChannelCount,
                                               offset: offset, frames: n, sampleTime: Double(time))
+                    // A post-render notification may write the device's buffers after the
+                    // render loop cleaned them: cleaned again, only when there is one.
+                    if plan.pointee.notificationCount > 0 {
+                        for c in 0..<outputChannelCount { nonFinite &+= NonFinite.scrub(output[c] + offset, frames: n) }
+                    }
                     s.sampleTime.store(time &+ UInt64(n), ordering: .relaxed)
                     offset += n
                 }

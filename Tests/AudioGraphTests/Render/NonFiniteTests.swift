@@ -149,6 +149,89 @@ struct NonFiniteTests {
         #expect(chain.graph.nonFiniteSampleCount == UInt64(2 * Self.burst.count))
     }
 
+    /// Speech with the burst's frames set to `value` on both channels.
+    static func speech(burst value: (Int) -> Float) -> [[Float]] {
+        var x = Self.speech
+        for c in 0..<2 { for f in Self.burst { x[c][f] = value(f) } }
+        return x
+    }
+
+    /// A custom unit (a ``RenderCallbackUnit``, as a hosted plugin is) that passes its input on
+    /// and turns the value 4 (never in the speech, which stays within ±1) into `bad`.
+    static func marking(_ bad: Bad?) throws -> RenderCallbackUnit {
+        try RenderCallbackUnit(inputs: 1) { context in
+            guard let input = context.input(0) else { return 0 }
+            for c in 0..<context.output.channelCount {
+                let out = context.output[c], x = input[c]
+                for f in 0..<out.count { out[f] = x[f] == 4 ? (bad?.value(f) ?? 0) : x[f] }
+            }
+            return 0
+        }
+    }
+
+    @Test(arguments: Bad.allCases)
+    func aBurstFromACustomUnitNeverReachesTheLowPassAndIsCounted(bad: Bad) throws {
+        let marked = Self.speech { _ in 4 }
+        let chain = try Chain([try Self.marking(bad), try Self.makeUnit("lowpass")])
+        let out = try chain.render(marked, slice: Self.slice)
+        let reference = try Chain([try Self.marking(nil), try Self.makeUnit("lowpass")]).render(marked, slice: Self.slice)
+        #expect(out.allSatisfy { $0.allSatisfy { $0.isFinite } })
+        #expect(chain.graph.nonFiniteSampleCount == UInt64(2 * Self.burst.count))
+        #expect(out == reference, "the burst is heard as silence, the low-pass keeps nothing of it")
+        #expect(rms(out[0][2000...]) > 1e-4)
+    }
+
+    @Test(arguments: [Bad.nan, .mixed])
+    func aBurstInAFileNeverReachesTheLowPassAndIsCounted(bad: Bad) throws {
+        let dirtyPath = "/tmp/nonfinite-file-\(getpid())-\(bad.rawValue).wav"
+        let cleanPath = "/tmp/nonfinite-file-\(getpid())-\(bad.rawValue)-clean.wav"
+        defer { unlink(dirtyPath); unlink(cleanPath) }
+        writeWAV(dirtyPath, Self.speech(burst: bad.value), sampleRate: 48_000)
+        writeWAV(cleanPath, Self.speech { _ in 0 }, sampleRate: 48_000)
+        func play(_ path: String) throws -> (out: [[Float]], count: UInt64) {
+            let graph = AudioGraph()
+            let io = try graph.addNode(IOUnit())
+            let player = AudioFilePlayerUnit()
+            let playerNode = try graph.addNode(player)
+            let filterNode = try graph.addNode(try Self.makeUnit("lowpass"))
+            try graph.connectNodeInput(playerNode, sourceOutputElement: 0, filterNode, destinationInputElement: 0)
+            try graph.connectNodeInput(filterNode, sourceOutputElement: 0, io, destinationInputElement: IOUnit.outputElement)
+            let renderer = try OfflineRenderer(graph: graph, inputChannels: 2, outputChannels: 2, sampleRate: 48_000)
+            try graph.initialize()
+            try graph.start()
+            try player.open(path)
+            try player.play()
+            // The whole file (4,800 frames) is in the ring before the first slice renders.
+            var waited = 0
+            while !player.core.endWritten.load(ordering: .acquiring) && waited < 5_000 { usleep(1000); waited += 1 }
+            let out = try renderer.render(input: [], frameCount: Self.speech[0].count, sliceFrames: Self.slice)
+            #expect(player.underrunCount == 0)
+            return (out, graph.nonFiniteSampleCount)
+        }
+        let (out, count) = try play(dirtyPath)
+        let (reference, referenceCount) = try play(cleanPath)
+        #expect(referenceCount == 0 && count == UInt64(2 * Self.burst.count))
+        #expect(out.allSatisfy { $0.allSatisfy { $0.isFinite } })
+        #expect(out == reference)
+        #expect(rms(out[0][2000...]) > 1e-4)
+    }
+
+    @Test func aPostRenderNotificationWritingNaNNeverReachesTheDevice() throws {
+        let chain = try Chain([try Self.makeUnit("lowpass")], initialize: false)
+        _ = try chain.graph.addRenderNotification { phase, _, buffers in
+            guard phase == .postRender else { return }
+            buffers[0][3] = .nan
+            buffers[1][7] = -.infinity
+        }
+        try chain.graph.initialize()
+        try chain.graph.start()
+        let out = try chain.render(Self.speech, slice: Self.slice)
+        let slices = (Self.speech[0].count + Self.slice - 1) / Self.slice
+        #expect(out.allSatisfy { $0.allSatisfy { $0.isFinite } })
+        #expect(chain.graph.nonFiniteSampleCount == UInt64(2 * slices), "two per slice")
+        #expect(out[0][3] == 0 && out[1][Self.slice + 7] == 0 && out[0][4] != 0)
+    }
+
     // MARK: - Inside the kernels: what reaches a filter anyway is cleared from its memory
 
     @Test(arguments: Bad.allCases)
