@@ -5,26 +5,29 @@
 /// The render loop runs these where samples enter the graph from outside the engine's own
 /// kernels (device input, render callbacks, custom units, file players, converters) and as the
 /// last line of defence before the device output; each replaced sample is counted in
-/// ``AudioGraph/nonFiniteSampleCount``. The test is one pass accumulating `x × 0` (0 for every
-/// finite `x`, NaN for NaN and ±Inf) in 32 independent lanes, so it vectorizes and costs
-/// about one multiply-add per sample; the buffer is only written when the sum is not 0.
+/// ``AudioGraph/nonFiniteSampleCount``. The test is one pass summing the buffer in 32
+/// independent lanes (one load and one add per 4 samples, so it vectorizes): the sum of finite
+/// samples is finite, and a NaN or an Inf makes it NaN or ±Inf (+Inf and −Inf together give
+/// NaN). The buffer is only written when the sum is not finite, by a second, exact pass.
 /// Thread: any; real-time safe (no allocation, lock or system call).
 enum NonFinite {
 
-    /// Whether all `frames` samples at `p` are finite. Real-time safe.
+    /// False when any of the `frames` samples at `p` is NaN or ±Inf; true when all are finite
+    /// and their sum is (it overflows only past 3.4e38, far outside audio: then false, and
+    /// ``replace(_:frames:)``, which is exact, finds nothing). Real-time safe.
     @_noLocks @inline(__always)
     static func allFinite(_ p: UnsafePointer<Float>, frames: Int) -> Bool {
         var a = SIMD16<Float>(), b = SIMD16<Float>()
         var i = 0
         let raw = UnsafeRawPointer(p)
         while i &+ 32 <= frames {
-            a = a + raw.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self) * 0
-            b = b + raw.loadUnaligned(fromByteOffset: (i &+ 16) &* 4, as: SIMD16<Float>.self) * 0
+            a = a + raw.loadUnaligned(fromByteOffset: i &* 4, as: SIMD16<Float>.self)
+            b = b + raw.loadUnaligned(fromByteOffset: (i &+ 16) &* 4, as: SIMD16<Float>.self)
             i = i &+ 32
         }
         var s: Float = 0
-        while i < frames { s = s + p[i] * 0; i = i &+ 1 }
-        return (a + b).sum() + s == 0
+        while i < frames { s = s + p[i]; i = i &+ 1 }
+        return ((a + b).sum() + s).isFinite
     }
 
     /// Replaces every non-finite sample of `frames` at `p` with 0; returns how many it replaced
