@@ -281,6 +281,25 @@ struct NonFiniteTests {
         }
     }
 
+    @Test func theFlushKeepsWhatTheDenormalTestKeptAndDropsNaNAndInf() {
+        for x: Float in [0.5, -0.5, 1e-30, -1e-30, 1.0000001e-30, 2e-30, 3e38, -.greatestFiniteMagnitude, 1, -1e-3] {
+            #expect(NonFinite.flush(x) == (abs(x) < 1e-30 ? 0 : x), "\(x)")
+        }
+        for x: Float in [9.99e-31, -9.99e-31, .leastNonzeroMagnitude, .leastNormalMagnitude, 0, -0.0, .nan, -.nan, .signalingNaN, .infinity, -.infinity] {
+            #expect(NonFinite.flush(x) == 0, "\(x)")
+        }
+        for x: Double in [0.5, -1e-30, 1e-30, 1e300, -.greatestFiniteMagnitude] { #expect(NonFinite.flush(x) == x, "\(x)") }
+        for x: Double in [9.99e-31, .leastNonzeroMagnitude, 1e-300, .nan, .infinity, -.infinity] { #expect(NonFinite.flush(x) == 0, "\(x)") }
+        // The copy that checks as it goes: the same answer as allFinite, and an exact copy.
+        for frames in [1, 31, 32, 33, 64, 257] {
+            var x = (0..<frames).map { Float($0) * 0.01 - 0.3 }
+            var y = [Float](repeating: 7, count: frames)
+            #expect(NonFinite.copyCheckingFinite(x, to: &y, frames: frames) && y == x)
+            x[frames - 1] = .nan
+            #expect(!NonFinite.copyCheckingFinite(x, to: &y, frames: frames) && y[frames - 1].isNaN)
+        }
+    }
+
     @Test func theFiniteCheckFindsEveryKindAtEveryPosition() {
         for frames in [1, 7, 31, 32, 33, 64, 100, 256] {
             var x = (0..<frames).map { Float($0) * 0.001 - 0.05 }
