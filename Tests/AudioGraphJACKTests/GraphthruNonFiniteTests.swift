@@ -177,5 +177,39 @@ extension JACKIntegration {
             let input = try #require(status["input"] as? [[String: Any]])
             #expect((input[0]["peakDB"] as? NSNumber).map { $0.doubleValue > -60 && $0.doubleValue <= 0 } == true, "the speech's held peak: \(input)")
         }
+
+        @Test func graphrunJSONLinesParseStrictlyAndCountABurstIntoItsLowPass() throws {
+            let name = "gr-nf-json-\(getpid())"
+            let path = "/tmp/gr-nonfinite-\(getpid()).json"
+            defer { unlink(path) }
+            try Data("""
+            { "channels": 1,
+              "nodes": [ { "id": "lp", "type": "lowpass", "parameters": { "cutoff": 1000 } } ],
+              "connections": [ { "from": "io", "to": "lp" }, { "from": "lp", "to": "io" } ] }
+            """.utf8).write(to: URL(fileURLWithPath: path))
+            let (dirty, _, badFrames) = Self.bursts()
+            let tool = try ToolProcess("graphrun", [path, "--name", name, "--no-autoconnect", "--json"], server: server)
+            #expect(tool.waitFor("\"event\":\"running\""), "startup: \(tool.stdout) \(tool.stderr)")
+            let probe = ProbeClient(server: server, name: "probe-gr-nf", play: dirty, captureFrames: dirty.count + 8192)
+            probe.connect("\(probe.name):out", "\(name):in_1")
+            probe.connect("\(name):out_1", "\(probe.name):in")
+            let captured = probe.run()
+            #expect(captured.allSatisfy { $0.isFinite }, "no NaN or Inf at graphrun's output port")
+            #expect(captured.contains { $0 != 0 }, "the speech came through")
+            tool.send("status")
+            #expect(tool.waitFor("\"event\":\"status\""), "\(tool.stdout)")
+            #expect(tool.waitFor("\"event\":\"tick\""), "a status object once a second")
+            tool.send("dump")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            let objects = try Self.strictlyParsed(tool.stdout)
+            let events = objects.compactMap { $0["event"] as? String }
+            #expect(events.first == "running" && events.last == "stopped" && events.contains("message"), "\(events)")
+            let status = try #require(objects.last { $0["event"] as? String == "status" })
+            let count = (status["nonFiniteSamples"] as? NSNumber)?.intValue ?? -1
+            if probe.xrunCount == 0 { #expect(count == badFrames, "\(status)") } else { #expect(count >= badFrames / 2, "\(status)") }
+            #expect(status["xruns"] is NSNumber && status["dspLoad"] is NSNumber && status["renderErrors"] is NSNumber)
+            #expect((status["nodes"] as? NSNumber)?.intValue == 1 && (status["sampleRate"] as? NSNumber)?.intValue == 48_000)
+        }
     }
 }
