@@ -31,6 +31,14 @@ final class LiveGraph {
         return graph.description(nodeNames: names)
     }
 
+    /// NaN and ±Inf samples replaced with 0: by the graph where they entered it and before
+    /// the outputs, and by the hosted plugins in their own outputs.
+    var nonFiniteSampleCount: UInt64 {
+        units.values.reduce(graph.nonFiniteSampleCount) { sum, entry in
+            sum &+ ((entry.unit as? PluginUnit)?.nonFiniteSampleCount ?? 0)
+        }
+    }
+
     /// What an apply did, for the log line.
     struct Changes {
         var added: [String] = [], removed: [String] = [], replaced: [String] = []

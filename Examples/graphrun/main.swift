@@ -31,10 +31,14 @@ options:
   --list [TEXT]       list the node types, their shape fields and their parameters, and the
                       installed LV2 and LADSPA plugins (only lines containing TEXT), and exit
   --info NAME         a plugin's ports and parameters (NAME: an LV2 URI, a LADSPA label or ID)
+  --json              while running, print one JSON object per line on stdout (for scripts):
+                      running, reloaded, message (dump), a status object once a second and as
+                      the answer to `status` (xruns, DSP load, render errors, non-finite
+                      samples replaced with 0), stopped; errors stay text on stderr
   --help              show this help
 
-control (standard input, one per line): reload | dump | quit      (end of input keeps running)
-  dump prints the running graph (nodes, formats, connections, conversions), like CAShow; a
+control (standard input, one per line): reload | dump | status | quit   (end of input keeps running)
+  status prints xruns, DSP load, render errors and NaN/Inf samples replaced with 0; dump prints the running graph (nodes, formats, connections, conversions), like CAShow; a
   version of the file that cannot be applied is reported with the graph that keeps running.
 SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
@@ -60,6 +64,7 @@ var client = ClientOptions()
 var filePath: String?
 var checkOnly = false
 var checkRate: Int?
+var json = false
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
     if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect, .reconnect]) { continue }
@@ -76,6 +81,7 @@ while let argument = arguments.next() {
         tool.say(text)
         exit(ExitStatus.success)
     case "--check": checkOnly = true
+    case "--json": json = true
     case "--rate": checkRate = arguments.integer(for: argument, in: 1000...Int(StreamFormat.maximumSampleRate))
     case let arg where arg.hasPrefix("-"): arguments.unknown(arg)
     case let arg:
@@ -128,7 +134,8 @@ do {
     driver.close()
     tool.fail("\(error)", status: ExitStatus.connecting(error))
 }
-tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
+let runStatus = RunStatus(json: json, tool: tool, file: filePath, live: live, driver: driver)
+runStatus.say(event: "running", "graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
 
 /// Reads the file again and applies what changed. Errors leave the running graph as it was.
 @MainActor func reload(force: Bool) {
@@ -138,7 +145,7 @@ tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server
         let spec = try reader.read()
         let changes = try live.apply(spec, reader: reader)
         driver.recomputeLatency()  // a reshaped node may add or remove a resampling conversion
-        tool.say("graphrun: reloaded \(filePath): \(changes.description)")
+        runStatus.say(event: "reloaded", "graphrun: reloaded \(filePath): \(changes.description)")
     } catch {
         tool.complain("\(error); still running the previous version:\n" + live.description)
     }
@@ -150,23 +157,25 @@ tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server
     switch command {
     case "": break
     case "reload": reload(force: true)
-    case "dump": tool.say(live.description)
+    case "dump": runStatus.say(live.description)
+    case "status": runStatus.answerStatus()
     case "quit", "q", "exit": return false
-    default: tool.complain("unknown command '\(command)' (reload, dump, quit)")
+    default: tool.complain("unknown command '\(command)' (reload, dump, status, quit)")
     }
     return true
 }
 
 // Until quit: the file is checked 5 times a second (a stat; read only when it changed).
 let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
-loop.onWake = { reload(force: false); return 200 }
+loop.onWake = { reload(force: false); runStatus.tick(); return 200 }
 loop.follow(client)
+loop.report = { runStatus.say(event: "server", "graphrun: \($0)") }
 loop.onSampleRateFollowed = {
     live.sampleRate = Double(driver.sampleRate)
-    tool.say("graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")
+    runStatus.say(event: "sample rate", "graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")
 }
 let status = loop.run()
 let xruns = driver.xrunCount
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }
-tool.say("graphrun: stopped; \(xruns) xrun(s)")
+runStatus.stopped(xruns: xruns)
 exit(status)

@@ -102,7 +102,7 @@ final class Commands {
         case ("volume", let db?) where Float(db).map({ $0.isFinite }) == true: setVolume(Float(db)!)
         case ("volume", nil): view.say("volume: \(dB(monitor.volumeDB))")
         case ("volume", let bad?): view.complain("volume takes +, - or a level in dB, not '\(bad)'")
-        case ("status", nil): view.say(view.statusLine())
+        case ("status", nil): view.answerStatus()
         case ("dump", nil): view.say(monitor.graph.description)
         case ("help", nil), ("?", nil): view.say(lineHelp)
         default: view.complain("unknown command '\(text.trimmingWhitespace())' (\(lineHelp))")

@@ -228,4 +228,12 @@ final class Monitor {
 
     /// Whether a recording failure was already said (so stopping need not say it again).
     var recordingFailureWasShown: Bool { recordingFailureShown }
+
+    /// NaN and ±Inf samples replaced with 0 so far: by the graph where they entered it (the
+    /// JACK inputs, and before the outputs) and by the `--insert` plugins in their own outputs
+    /// (``PluginUnit/nonFiniteSampleCount``). None of them reached an output port or the
+    /// recording. Counts samples (a 10-frame burst on two channels is 20).
+    var nonFiniteSampleCount: UInt64 {
+        plugins.reduce(graph.nonFiniteSampleCount) { $0 &+ $1.nonFiniteSampleCount }
+    }
 }

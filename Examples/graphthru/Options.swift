@@ -37,6 +37,10 @@ options:
                       (repeatable, in order; graphrun --list TEXT finds plugins); a plugin
                       that is unknown or cannot take --channels is refused (status 2)
   --quiet             print nothing on stdout except answers to `status`, `dump` and `help`
+  --json              print one JSON object per line on stdout instead (for scripts and
+                      dashboards): a status object when anything changes, once a second and
+                      as the answer to `status` (levels in dBFS, null for silence), and
+                      start-up, notice, message and stop lines; errors stay text on stderr
   --dump              print the graph (nodes, formats, connections, conversions, state) once
                       it runs, like CAShow; the `dump` command prints it again
   --record FILE       record what goes to the outputs to FILE (.wav or .flac); at exit it prints
@@ -52,10 +56,14 @@ control:
                       | status | dump | help | quit      (end of input keeps running)
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
-output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, DSP load,
+output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, non-finite
+samples replaced with 0 (NaN/Inf at the inputs never reach the outputs or a recording), DSP load,
 server, sample rate, period, meters, and errors and notices for 5 s each, all printed below it
 at exit); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`, `low-pass: on (1000 Hz)`,
-`xruns: 2`, and one `status: …` line per `status` command (errors on stderr).
+`xruns: 2`, `non-finite: 512 sample(s) replaced with 0`, and one `status: …` line per `status`
+command (errors on stderr); with --json, JSON lines such as
+{"event":"status",…,"mute":false,"volumeDB":0.0,"lowpassHz":1000,"xruns":0,"dspLoad":2.6,
+"nonFiniteSamples":0,"renderErrors":0,"input":[{"rmsDB":-12.1,"peakDB":null}],…}.
 
 exit status: 0 after quit or a signal (1 if a --record write failed: the file lacks audio); 1
 when JACK fails (no server, server gone without --reconnect, port errors, a --start-server
@@ -76,6 +84,8 @@ struct Options {
     /// The low-pass to start with, in Hz (checked against the server's rate once it is known).
     var lowpass: Float?
     var quiet = false
+    /// --json: JSON lines on stdout instead of the status area or plain lines.
+    var json = false
     /// The driver of a server to start (a child jackd), or nil to join a running one.
     var startServer: String?
     var record: String?
@@ -97,6 +107,7 @@ struct Options {
             case "--start-server": o.startServer = arguments.optionalValue() ?? "dummy"
             case "--muted": o.muted = true
             case "--quiet", "-q": o.quiet = true
+            case "--json": o.json = true
             case "--dump": o.dump = true
             case "--lowpass":
                 let v = arguments.value(for: arg)

@@ -7,8 +7,9 @@ import Glibc
 #endif
 
 /// Where the status goes: a status area redrawn in place (stdout is a terminal), plain lines
-/// (stdout is a pipe or file), or nothing but answers (--quiet).
-enum Display { case terminal, lines, quiet }
+/// (stdout is a pipe or file), one JSON object per line (--json, wherever stdout goes), or
+/// nothing but answers (--quiet; JSON answers with --json too).
+enum Display { case terminal, lines, json, quiet }
 
 /// A level in dB with one decimal, "-inf dB" for silence.
 func dB(_ value: Float) -> String {
@@ -56,12 +57,17 @@ func monotonicSeconds() -> Double {
 @MainActor
 final class StatusView {
     let display: Display
+    /// --json: every line on stdout is one JSON object (answers included, with --quiet too).
+    let json: Bool
     private let monitor: Monitor
     private let driver: JACKDriver
     private let server: JACKServer?
     /// Lines of the status area now on screen (the cursor is below them); 0 when none.
     private var drawnLines = 0
     private var xrunsShown: UInt64 = 0
+    private var nonFiniteShown: UInt64 = 0
+    /// When (monotonic seconds) the last periodic JSON status line was printed.
+    private var lastTick: Double = 0
     /// Messages of this run, oldest first (at most ``keptMessages``).
     private var messages: [Message] = []
     /// Messages dropped from the front of ``messages`` before they were printed.
@@ -75,8 +81,9 @@ final class StatusView {
     /// How many messages are kept for printing at exit.
     static let keptMessages = 50
 
-    init(quiet: Bool, monitor: Monitor, driver: JACKDriver, server: JACKServer?) {
-        display = quiet ? .quiet : (isatty(STDOUT_FILENO) == 1 ? .terminal : .lines)
+    init(quiet: Bool, json: Bool = false, monitor: Monitor, driver: JACKDriver, server: JACKServer?) {
+        display = quiet ? .quiet : json ? .json : (isatty(STDOUT_FILENO) == 1 ? .terminal : .lines)
+        self.json = json
         self.monitor = monitor
         self.driver = driver
         self.server = server
@@ -100,7 +107,7 @@ final class StatusView {
         let ms = String(format1: Float(period) * 1000 / Float(max(driver.sampleRate, 1)))
         let head = [
             "graphthru · client '\(driver.clientName)' · JACK server '\(driver.serverName)'\(server != nil ? " (own jackd)" : "") · \(driver.sampleRate) Hz · period \(period) (\(ms) ms) · \(monitor.channels) ch",
-            "mute \(muteText) · volume \(dB(monitor.volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · DSP load \(String(format1: driver.cpuLoad))%",
+            "mute \(muteText) · volume \(dB(monitor.volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · non-finite \(monitor.nonFiniteSampleCount) · DSP load \(String(format1: driver.cpuLoad))%",
         ]
         var meters: [String] = []
         if let readings = monitor.meterReadings() {
@@ -116,7 +123,7 @@ final class StatusView {
 
     /// The `status` command's one line.
     func statusLine() -> String {
-        var text = "status: mute \(muteText), volume \(dB(monitor.volumeDB)), low-pass \(lowpassText), xruns \(driver.xrunCount), DSP load \(String(format1: driver.cpuLoad))%, server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize), \(monitor.channels) ch"
+        var text = "status: mute \(muteText), volume \(dB(monitor.volumeDB)), low-pass \(lowpassText), xruns \(driver.xrunCount), non-finite \(monitor.nonFiniteSampleCount), DSP load \(String(format1: driver.cpuLoad))%, server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize), \(monitor.channels) ch"
         if let meters = monitor.meterReadings() {
             text += ", input " + meters.inputs.map { dB($0.average) }.joined(separator: " ")
             text += ", output " + meters.outputs.map { dB($0.average) }.joined(separator: " ")
@@ -125,6 +132,44 @@ final class StatusView {
         }
         return text
     }
+
+    /// The status as one JSON object (the --json lines and the `status` answer). `event` says
+    /// why it was printed: `status` (the command), `tick` (once a second), or what changed
+    /// (`mute`, `volume`, `low-pass`, `xruns`, `non-finite`, `sample rate`). Levels are dBFS
+    /// with one decimal, `null` for silence (below the meter's floor, −160 dBFS) — never
+    /// `-inf` or `NaN`; `input` and `output` are `null` without meters. `nonFiniteSamples`
+    /// counts the NaN and ±Inf samples replaced with 0 (``Monitor/nonFiniteSampleCount``),
+    /// `renderErrors` the graph's failed render callbacks; `recording` is `null` without --record.
+    func statusObject(event: String) -> JSONValue {
+        func level(_ value: Float) -> JSONValue { value.isFinite && value > LevelMeter.silence ? .number(value) : .null }
+        func levels(_ readings: [MeterReading]) -> JSONValue {
+            .array(readings.map { .object([("rmsDB", level($0.average)), ("peakDB", level($0.peak))]) })
+        }
+        let meters = monitor.meterReadings()
+        let recording: JSONValue = monitor.recorder.map { r in
+            .object([("path", .string(r.path)), ("framesWritten", .count(r.framesWritten)), ("framesDropped", .count(r.framesDropped))])
+        } ?? .null
+        return .object([
+            ("event", .string(event)),
+            ("client", .string(driver.clientName)), ("server", .string(driver.serverName)), ("ownServer", .bool(server != nil)),
+            ("sampleRate", .integer(Int64(driver.sampleRate))), ("period", .integer(Int64(driver.bufferSize))),
+            ("channels", .integer(Int64(monitor.channels))),
+            ("mute", .bool(monitor.isMuted)), ("volumeDB", .number(monitor.volumeDB)),
+            ("lowpassHz", monitor.filterNode == nil ? .null : .number(monitor.cutoff, decimals: 0)),
+            ("xruns", .count(driver.xrunCount)), ("dspLoad", .number(driver.cpuLoad)),
+            ("nonFiniteSamples", .count(monitor.nonFiniteSampleCount)), ("renderErrors", .count(monitor.graph.renderErrorCount)),
+            ("input", meters.map { levels($0.inputs) } ?? .null), ("output", meters.map { levels($0.outputs) } ?? .null),
+            ("recording", recording),
+        ])
+    }
+
+    /// Answers the `status` command: one `status: …` line, or with --json one JSON object.
+    func answerStatus() {
+        if json { emit(statusObject(event: "status")) } else { say(statusLine()) }
+    }
+
+    /// Writes one JSON object as a line on stdout.
+    func emit(_ value: JSONValue) { Tool.write(value.text + "\n") }
 
     private func outputInForeground() -> Bool { tcgetpgrp(STDOUT_FILENO) == getpgrp() }
 
@@ -177,7 +222,9 @@ final class StatusView {
     private func post(_ kind: Message.Kind, _ text: String) {
         let stream = kind == .error ? STDERR_FILENO : STDOUT_FILENO
         guard display == .terminal, !areaClosed else {
-            if kind == .error { Tool.write(text + "\n", to: STDERR_FILENO) } else if display != .quiet { say(text) }
+            if kind == .error { Tool.write(text + "\n", to: STDERR_FILENO) }
+            else if display == .json { emit(.object([("event", .string("notice")), ("text", .string(text))])) }
+            else if display != .quiet { say(text) }
             return
         }
         // Kept for the area (and for exit) only where a line written now would land inside the
@@ -215,9 +262,11 @@ final class StatusView {
     }
 
     /// Prints a line: above the status area in a terminal, as is otherwise (even with --quiet:
-    /// answers and start-up lines go through here).
+    /// answers and start-up lines go through here); with --json as `{"event":"message","text":…}`.
     func say(_ text: String) {
-        if display == .terminal && !areaClosed && drawnLines > 0 && outputInForeground() {
+        if json {
+            emit(.object([("event", .string("message")), ("text", .string(text))]))
+        } else if display == .terminal && !areaClosed && drawnLines > 0 && outputInForeground() {
             Tool.write("\u{1B}[\(drawnLines)A\r\u{1B}[J" + text + "\n")
             drawnLines = 0
             redraw()
@@ -230,18 +279,30 @@ final class StatusView {
     func report(_ line: String) {
         switch display {
         case .lines: say(line)
+        case .json: emit(statusObject(event: String(line.prefix { $0 != ":" })))
         case .terminal: redraw()
         case .quiet: break
         }
     }
 
-    /// Each wake-up of the main loop: xruns as they happen (a line each time the count grows,
-    /// as plain lines) or the status area redrawn.
+    /// Each wake-up of the main loop: xruns and replaced NaN/Inf samples as they happen (a line
+    /// each time a count grows, as plain lines or JSON status objects), a JSON status object
+    /// once a second with --json, or the status area redrawn.
     func refresh() {
         let xruns = driver.xrunCount
         if xruns != xrunsShown {
             xrunsShown = xruns
-            if display == .lines { say("xruns: \(xruns)") }
+            report("xruns: \(xruns)")
+        }
+        // NaN/Inf samples replaced with silence (at the inputs, in a plugin, or made on the way).
+        let nonFinite = monitor.nonFiniteSampleCount
+        if nonFinite != nonFiniteShown {
+            nonFiniteShown = nonFinite
+            report("non-finite: \(nonFinite) sample(s) replaced with 0")
+        }
+        if display == .json {
+            let now = monotonicSeconds()
+            if now - lastTick >= 1 { lastTick = now; emit(statusObject(event: "tick")) }
         }
         if display == .terminal { redraw() }
     }
@@ -251,7 +312,7 @@ final class StatusView {
     func wakeInterval(waitingForForeground: Bool) -> Int32 {
         switch display {
         case .terminal: return 100
-        case .lines: return waitingForForeground ? 250 : 1000
+        case .lines, .json: return waitingForForeground ? 250 : 1000
         case .quiet:
             // Without a pipe to wake it, the loop checks for a signal or shutdown often.
             if driver.shutdownFileDescriptor < 0 || QuitSignals.fileDescriptor < 0 { return 50 }
@@ -262,6 +323,16 @@ final class StatusView {
     /// The two start-up lines (client, server, rate, period, channels; the ports).
     func startupReport(lowpass: Float?) {
         guard display != .quiet else { return }
+        if display == .json {
+            emit(.object([
+                ("event", .string("started")), ("client", .string(driver.clientName)), ("server", .string(driver.serverName)),
+                ("ownServer", .bool(server != nil)), ("ownServerDriver", server.map { .string($0.driver) } ?? .null),
+                ("sampleRate", .integer(Int64(driver.sampleRate))), ("period", .integer(Int64(driver.bufferSize))),
+                ("channels", .integer(Int64(monitor.channels))), ("lowpassHz", lowpass.map { .number($0, decimals: 0) } ?? .null),
+                ("inputs", .array(driver.inputPortNames.map { .string($0) })), ("outputs", .array(driver.outputPortNames.map { .string($0) })),
+            ]))
+            return
+        }
         let started = server.map { " (started as a child jackd, driver \($0.driver))" } ?? ""
         say("graphthru: client '\(driver.clientName)' on JACK server '\(driver.serverName)'\(started), \(driver.sampleRate) Hz, period \(driver.bufferSize) frames, \(monitor.channels) channel(s)\(lowpass.map { ", low-pass \($0) Hz" } ?? "")")
         say("graphthru: ports \(driver.inputPortNames.joined(separator: " ")) → \(driver.outputPortNames.joined(separator: " "))")
@@ -271,6 +342,11 @@ final class StatusView {
     func closingReport(xruns: UInt64, load: Float) {
         closeStatusArea()
         guard display != .quiet else { return }
+        if display == .json {
+            emit(.object([("event", .string("stopped")), ("xruns", .count(xruns)), ("dspLoad", .number(load)),
+                          ("nonFiniteSamples", .count(monitor.nonFiniteSampleCount)), ("ownServerStopped", server.map { .string($0.name) } ?? .null)]))
+            return
+        }
         say("graphthru: stopped; \(xruns) xrun(s), JACK DSP load \(Int(load.rounded()))%\(server.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
     }
 }

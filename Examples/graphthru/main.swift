@@ -52,7 +52,7 @@ do { try monitor.configure(for: driver, lowpass: options.lowpass) } catch {
     driver.close()
     tool.fail(error.message, status: error.status)
 }
-let view = StatusView(quiet: options.quiet, monitor: monitor, driver: driver, server: server)
+let view = StatusView(quiet: options.quiet, json: options.json, monitor: monitor, driver: driver, server: server)
 
 // 4. Start: JACK begins pulling the graph. Ports can be named and connected only once active.
 do {

@@ -201,11 +201,13 @@ struct BiquadMemory: Equatable {
 
     /// Denormals: a decaying recursive filter fed silence drifts into subnormal numbers, which
     /// many CPUs process tens of times slower, and can hang there. Memory below 1e-30
-    /// (−600 dBFS) is set to exact zero, so silence in gives exact zeros out.
+    /// (−600 dBFS) is set to exact zero, so silence in gives exact zeros out. Non-finite memory
+    /// (NaN or ±Inf from a NaN/Inf input) is set to zero too, so a burst of them does not latch
+    /// the filter: output is finite again from the first run after the input is.
     @_noLocks @inline(__always)
-    static func flush(_ x: Float) -> Float { abs(x) < 1e-30 ? 0 : x }
+    static func flush(_ x: Float) -> Float { NonFinite.flush(x) }
 
-    /// The memory with every value below 1e-30 in magnitude set to exact zero.
+    /// The memory with every value below 1e-30 in magnitude, and every NaN or ±Inf, set to exact zero.
     var flushed: BiquadMemory {
         @_noLocks @inline(__always) get {
             BiquadMemory(x1: Self.flush(x1), x2: Self.flush(x2), y1: Self.flush(y1), y2: Self.flush(y2))
@@ -228,11 +230,12 @@ struct BiquadMemory64: Equatable {
         self.x1 = x1; self.x2 = x2; self.y1 = y1; self.y2 = y2
     }
 
-    /// The memory with every value below 1e-30 in magnitude set to exact zero (see ``BiquadMemory/flush(_:)``).
+    /// The memory with every value below 1e-30 in magnitude, and every NaN or ±Inf, set to
+    /// exact zero (see ``BiquadMemory/flush(_:)``).
     var flushed: BiquadMemory64 {
         @_noLocks @inline(__always) get {
-            BiquadMemory64(x1: abs(x1) < 1e-30 ? 0 : x1, x2: abs(x2) < 1e-30 ? 0 : x2,
-                           y1: abs(y1) < 1e-30 ? 0 : y1, y2: abs(y2) < 1e-30 ? 0 : y2)
+            BiquadMemory64(x1: NonFinite.flush(x1), x2: NonFinite.flush(x2),
+                           y1: NonFinite.flush(y1), y2: NonFinite.flush(y2))
         }
     }
 }

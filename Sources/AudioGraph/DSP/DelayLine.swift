@@ -40,8 +40,8 @@ enum DelayLine {
     /// A feedback delay (a feedback comb filter with a low-pass in its loop) over one channel:
     /// for each frame, `delayed` is the line read `delay` frames back, linearly interpolated
     /// between its two neighbouring frames (exact at whole frames); the line receives
-    /// `input + feedback × lowPass(delayed)` (values below 1e-30 in magnitude as exact zero,
-    /// so a decaying loop never lingers in subnormal numbers); the output is
+    /// `input + feedback × lowPass(delayed)` (values below 1e-30 in magnitude, and NaN or ±Inf, as exact zero,
+    /// so a decaying loop never lingers in subnormal numbers nor keeps a NaN); the output is
     /// `dry × input + wet × delayed`. So an impulse comes out after `delay` frames, and each
     /// repeat is the previous one through the low-pass, times `feedback`.
     /// - Parameters:
@@ -74,7 +74,7 @@ enum DelayLine {
                 let y = b0 * d + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
                 x2 = x1; x1 = d; y2 = y1; y1 = y
                 let v = x + feedback * Float(y)
-                line[w] = abs(v) < 1e-30 ? 0 : v
+                line[w] = NonFinite.flush(v)
                 output[f] = dry * x + wet * delayed
                 w = (w &+ 1) & mask
             }
@@ -99,7 +99,7 @@ enum DelayLine {
                 let y = b0 * d + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
                 x2 = x1; x1 = d; y2 = y1; y1 = y
                 let v = x + feedback * Float(y)
-                line[w] = abs(v) < 1e-30 ? 0 : v
+                line[w] = NonFinite.flush(v)
                 output[f] = dry * x + wet * delayed
                 w = (w &+ 1) & mask
             }

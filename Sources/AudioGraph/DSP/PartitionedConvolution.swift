@@ -254,6 +254,9 @@ final class PartitionedConvolution: @unchecked Sendable {
                 let slot = history + c * 2 * b + b + t
                 if let input, c < inputChannels {
                     copy(input[c] + inputOffset + done, to: slot, frames: n)
+                    // A NaN or Inf in the history would reach every partition's spectrum and
+                    // last the response's whole length: kept out as silence.
+                    _ = NonFinite.scrub(slot, frames: n)
                 } else {
                     slot.update(repeating: 0, count: n)
                 }

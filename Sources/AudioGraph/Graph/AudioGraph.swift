@@ -98,6 +98,16 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     /// Render callbacks that returned a non-zero status (their element rendered silence). Thread: any.
     public var renderErrorCount: UInt64 { shared.renderErrors.load(ordering: .relaxed) }
 
+    /// Non-finite samples (NaN, +Inf, −Inf) the render loop replaced with 0 since the graph was
+    /// created. They are caught where samples enter the graph — device input (IO element 1),
+    /// render callbacks, converters, custom units (``RenderCallbackUnit``) and file players —
+    /// and, whatever a kernel made, in what IO element 0 sends to the device; so none reaches a
+    /// recursive filter's memory, the device output or a recording of it. A NaN or Inf that
+    /// still reaches a filter (from its own arithmetic) is cleared from its memory at the end
+    /// of the slice, like denormals. Counts samples, not channels or slices: a 10-frame burst
+    /// on two channels counts 20 (more if a converter spreads it). Thread: any.
+    public var nonFiniteSampleCount: UInt64 { shared.nonFiniteSamples.load(ordering: .relaxed) }
+
     /// Whether edits are queued that ``update()`` has not applied yet.
     public var hasPendingEdits: Bool {
         Set(pending.nodes.keys) != Set(committed.nodes.keys) || !sameInputs(pending.inputs, committed.inputs)

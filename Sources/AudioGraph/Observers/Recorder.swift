@@ -249,6 +249,12 @@ public final class Recorder: @unchecked Sendable {
     public var framesDropped: UInt64 { (tap?.framesDropped ?? finalDropped) + writer.lost.load(ordering: .relaxed) }
     private var finalDropped: UInt64 = 0
 
+    /// NaN and ±Inf samples that reached the recorder and were written as 0 (a file never holds
+    /// them). The graph already replaces them where they enter it and before the device output
+    /// (``AudioGraph/nonFiniteSampleCount``), so this counts only what a kernel made on the way
+    /// to the recorded element. Counts samples (frames × channels). Thread: any.
+    public var nonFiniteSampleCount: UInt64 { writer.nonFinite.load(ordering: .relaxed) }
+
     /// Whether the recorder is still recording. Thread: control thread.
     public var isRecording: Bool { tap != nil }
 
@@ -289,9 +295,13 @@ final class RecordingWriter: @unchecked Sendable {
     let frameLimit: UInt64
     let written = Atomic<UInt64>(0)
     let lost = Atomic<UInt64>(0)
+    /// NaN and ±Inf samples written as 0.
+    let nonFinite = Atomic<UInt64>(0)
     let failure = Mutex<RecorderError?>(nil)
     private var shorts: [Int16] = []
     private var ints: [Int32] = []
+    /// A block with NaN or ±Inf in it, copied with those as 0 (grown once, then reused).
+    private var scrubbed: [Float] = []
 
     init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64) {
         self.file = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
@@ -314,24 +324,28 @@ final class RecordingWriter: @unchecked Sendable {
                 return
             }
             let samples = frames * channels
-            let done: sf_count_t = block.buffers[0].withUnsafeBytes { raw in
-                let x = raw.bindMemory(to: Float.self)
-                switch sampleFormat {
-                case .float32:
-                    return sf_writef_float(file, x.baseAddress, sf_count_t(frames))
-                case .int16:
-                    if shorts.count < samples { shorts = [Int16](repeating: 0, count: samples) }
-                    for i in 0..<samples { shorts[i] = Int16(clamping: Int(lrintf(x[i] * 32768))) }
-                    return sf_writef_short(file, shorts, sf_count_t(frames))
-                case .int24:
-                    // libsndfile keeps the top 24 bits of each Int32.
-                    if ints.count < samples { ints = [Int32](repeating: 0, count: samples) }
-                    for i in 0..<samples {
-                        let v = min(max(Int(lrintf(x[i] * 8_388_608)), -8_388_608), 8_388_607)
-                        ints[i] = Int32(v) << 8
-                    }
-                    return sf_writef_int(file, ints, sf_count_t(frames))
+            // The recorder's own line of defence: NaN and ±Inf are written as 0 (and counted),
+            // never into the file (a float file would keep them; the integer conversions below
+            // have no value for them).
+            let clean = block.buffers[0].withUnsafeBytes { raw in
+                NonFinite.allFinite(raw.bindMemory(to: Float.self).baseAddress!, frames: samples)
+            }
+            let done: sf_count_t
+            if clean {
+                done = block.buffers[0].withUnsafeBytes { raw in
+                    writeFloats(file, UnsafeBufferPointer(rebasing: raw.bindMemory(to: Float.self)[0..<samples]), frames: frames)
                 }
+            } else {
+                // A scratch copy kept between blocks (the tap's block is not ours to write).
+                if scrubbed.count < samples { scrubbed = [Float](repeating: 0, count: samples) }
+                let replaced = scrubbed.withUnsafeMutableBufferPointer { f in
+                    block.buffers[0].withUnsafeBytes { raw in
+                        f.baseAddress!.update(from: raw.bindMemory(to: Float.self).baseAddress!, count: samples)
+                    }
+                    return NonFinite.replace(f.baseAddress!, frames: samples)
+                }
+                nonFinite.add(replaced, ordering: .relaxed)
+                done = scrubbed.withUnsafeBufferPointer { writeFloats(file, UnsafeBufferPointer(rebasing: $0[0..<samples]), frames: frames) }
             }
             written.add(UInt64(max(0, done)), ordering: .relaxed)
             if done < frames {
@@ -339,6 +353,28 @@ final class RecordingWriter: @unchecked Sendable {
                 let reason = String(cString: sf_strerror(file))
                 failure.withLock { $0 = .writeFailed(path: path, reason: reason == "No Error." ? "short write (disk full?)" : reason) }
             }
+        }
+    }
+
+    /// Writes `frames` interleaved frames `x` (`[frame][channel]`, all finite) in the file's
+    /// sample format; returns the frames written. The tap's thread.
+    private func writeFloats(_ file: OpaquePointer, _ x: UnsafeBufferPointer<Float>, frames: Int) -> sf_count_t {
+        let samples = frames * channels
+        switch sampleFormat {
+        case .float32:
+            return sf_writef_float(file, x.baseAddress, sf_count_t(frames))
+        case .int16:
+            if shorts.count < samples { shorts = [Int16](repeating: 0, count: samples) }
+            for i in 0..<samples { shorts[i] = Int16(clamping: Int(lrintf(x[i] * 32768))) }
+            return sf_writef_short(file, shorts, sf_count_t(frames))
+        case .int24:
+            // libsndfile keeps the top 24 bits of each Int32.
+            if ints.count < samples { ints = [Int32](repeating: 0, count: samples) }
+            for i in 0..<samples {
+                let v = min(max(Int(lrintf(x[i] * 8_388_608)), -8_388_608), 8_388_607)
+                ints[i] = Int32(v) << 8
+            }
+            return sf_writef_int(file, ints, sf_count_t(frames))
         }
     }
 

@@ -255,13 +255,16 @@ struct PlanBuilder {
         var converter: UnsafeMutablePointer<PlanConverter>?
         var rateIndex: Int
         var raw: UnsafeMutablePointer<UnsafeMutableRawPointer>?
+        /// `[channel]` buffers a device channel is copied into when it holds NaN or ±Inf.
+        var clean: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     }
 
     private mutating func planDeviceInput() throws(AudioUnitError) -> DeviceInput {
         let deviceChannels = Int(io.deviceInputFormat.channelsPerFrame)
         let (device, silence) = resources.allocateForwardable(deviceChannels, frames: maxFrames)
         var result = DeviceInput(device: device, silence: silence, channels: deviceChannels, input: device,
-                                 converter: nil, rateIndex: rateIndex(ioIn.sampleRate), raw: nil)
+                                 converter: nil, rateIndex: rateIndex(ioIn.sampleRate), raw: nil,
+                                 clean: resources.allocateChannels(deviceChannels, frames: maxFrames))
         if ioIn.sampleRate != rate || Int(ioIn.channelsPerFrame) != deviceChannels || !ioIn.isFloat {
             let storage = try converter(ConverterKey(
                 site: .deviceInput, node: ioNode, element: IOUnit.inputElement,
@@ -492,7 +495,8 @@ struct PlanBuilder {
             ioDevice: deviceInput.device, ioDeviceSilence: deviceInput.silence, ioDeviceChannels: deviceInput.channels,
             ioInputConverter: deviceInput.converter, ioInputRateIndex: deviceInput.rateIndex,
             ioInputLayout: RawLayout(ioIn), ioInputRaw: deviceInput.raw, ioInputRawBytesPerFrame: Int(ioIn.bytesPerFrame),
-            ioLinks: Unmanaged.passUnretained(io.renderLinks)))
+            ioLinks: Unmanaged.passUnretained(io.renderLinks),
+            ioDeviceClean: deviceInput.clean))
         return plan
     }
 }

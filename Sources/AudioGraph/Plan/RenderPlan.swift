@@ -151,4 +151,8 @@ struct RenderPlan {
     var ioInputRawBytesPerFrame: Int
     /// The IO unit's observers: element 1 sees the device input, element 0 what the device gets.
     var ioLinks: Unmanaged<UnitRenderLinks>
+    /// `[ioDeviceChannels]` buffers of `maxFrames`: a device input channel holding NaN or ±Inf
+    /// is copied here with those samples as 0, and `ioDevice` points here for the slice (the
+    /// device's own buffers are never written).
+    var ioDeviceClean: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
 }

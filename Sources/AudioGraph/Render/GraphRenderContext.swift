@@ -16,6 +16,8 @@ final class RenderShared: @unchecked Sendable {
     let sampleTime = Atomic<UInt64>(0)
     let cycles = Atomic<UInt64>(0)
     let renderErrors = Atomic<UInt64>(0)
+    /// NaN and ±Inf samples the render loop replaced with 0 (``AudioGraph/nonFiniteSampleCount``).
+    let nonFiniteSamples = Atomic<UInt64>(0)
     /// CPU load bookkeeping: nanoseconds spent rendering, nanoseconds of audio rendered, and the
     /// largest single-cycle ratio (a Double's bits), each reset by `AudioGraph.cpuLoad()`.
     let busyNanoseconds = Atomic<UInt64>(0)
@@ -79,6 +81,7 @@ public struct GraphRenderContext: @unchecked Sendable {
                 let maxFrames = plan.pointee.maxFrames
                 var offset = 0
                 var errors: UInt64 = 0
+                var nonFinite: UInt64 = 0
                 let rate = plan.pointee.sampleRate
                 while offset < frameCount {
                     let n = min(maxFrames, frameCount - offset)
@@ -88,9 +91,14 @@ public struct GraphRenderContext: @unchecked Sendable {
                     errors &+= RenderLoop.renderSlice(plan, frames: n, offset: offset,
                                                               input: input, inputChannelCount: inputChannelCount,
                                                               output: output, outputChannelCount: outputChannelCount,
-                                                              sampleTime: Double(time))
+                                                              sampleTime: Double(time), nonFinite: &nonFinite)
                     RenderLoop.notify(plan, .postRender, input: output, inputChannelCount: outputChannelCount,
                                               offset: offset, frames: n, sampleTime: Double(time))
+                    // A post-render notification may write the device's buffers after the
+                    // render loop cleaned them: cleaned again, only when there is one.
+                    if plan.pointee.notificationCount > 0 {
+                        for c in 0..<outputChannelCount { nonFinite &+= NonFinite.scrub(output[c] + offset, frames: n) }
+                    }
                     s.sampleTime.store(time &+ UInt64(n), ordering: .relaxed)
                     offset += n
                 }
@@ -108,6 +116,9 @@ public struct GraphRenderContext: @unchecked Sendable {
                 }
                 // Single writer: a plain load and store, no locked read-modify-write.
                 if errors != 0 { s.renderErrors.store(s.renderErrors.load(ordering: .relaxed) &+ errors, ordering: .relaxed) }
+                if nonFinite != 0 {
+                    s.nonFiniteSamples.store(s.nonFiniteSamples.load(ordering: .relaxed) &+ nonFinite, ordering: .relaxed)
+                }
             } else {
                 for c in 0..<outputChannelCount { output[c].update(repeating: 0, count: frameCount) }
             }

@@ -66,12 +66,18 @@ enum RenderLoop {
     }
 
     /// Renders one slice of `frames` frames (≤ the plan's maxFrames) at `offset` in the
-    /// device's buffers; returns the render errors counted (failed callbacks, converter glitches).
+    /// device's buffers; returns the render errors counted (failed callbacks, converter glitches)
+    /// and adds the non-finite samples it replaced with 0 to `nonFinite`.
+    ///
+    /// Non-finite samples (NaN, ±Inf) are replaced where samples enter from outside the
+    /// engine's kernels — device input, render callbacks, converters, custom units and file
+    /// players (``KernelKind/scrubsOutput``) — and, as the last line of defence, in what feeds
+    /// the device output; each check is one pass of ``NonFinite/allFinite(_:frames:)``.
     @_noLocks
     static func renderSlice(_ plan: UnsafeMutablePointer<RenderPlan>, frames: Int, offset: Int,
                             input: UnsafePointer<UnsafeMutablePointer<Float>>?, inputChannelCount: Int,
                             output: UnsafePointer<UnsafeMutablePointer<Float>>, outputChannelCount: Int,
-                            sampleTime: Double) -> UInt64 {
+                            sampleTime: Double, nonFinite: inout UInt64) -> UInt64 {
         let p = plan.pointee
         var errors: UInt64 = 0
         let domains = p.domains
@@ -81,6 +87,12 @@ enum RenderLoop {
         for c in 0..<p.ioDeviceChannels {
             if p.ioInputEnabled, let input, c < inputChannelCount {
                 p.ioDevice[c] = input[c] + offset
+                if !NonFinite.allFinite(input[c] + offset, frames: frames) {
+                    // The device's buffer is not ours to write: a cleaned copy for this slice.
+                    copy(input[c] + offset, to: p.ioDeviceClean[c], frames: frames)
+                    nonFinite &+= NonFinite.replace(p.ioDeviceClean[c], frames: frames)
+                    p.ioDevice[c] = p.ioDeviceClean[c]
+                }
             } else {
                 p.ioDevice[c] = p.ioDeviceSilence[c]  // all zeros: nothing writes to it
             }
@@ -88,6 +100,7 @@ enum RenderLoop {
         let inputFrames = domains.frames[p.ioInputRateIndex]
         if let converter = p.ioInputConverter {
             errors &+= converter.pointee.render(p.ioDevice, sourceFrames: frames, destinationFrames: inputFrames)
+            nonFinite &+= NonFinite.scrub(p.ioInput, channels: p.ioInputChannels, frames: inputFrames)
             SampleConversion.quantize(p.ioInput, channels: p.ioInputChannels, frames: inputFrames, kind: p.ioInputLayout.kind)
         }
         if let box = p.inputCallback {
@@ -111,7 +124,7 @@ enum RenderLoop {
                 for k in 0..<step.pointee.inputCount {
                     let input = step.pointee.inputs + k
                     if input.pointee.callback != nil || input.pointee.converter != nil || input.pointee.delay != nil {
-                        errors &+= pullInput(input, domains)
+                        errors &+= pullInput(input, domains, &nonFinite)
                     }
                 }
             }
@@ -129,6 +142,14 @@ enum RenderLoop {
             } else {
                 renderAutomated(step, frames: n, time: Int64(domains.times[step.pointee.rateIndex]))
             }
+            if step.pointee.kind.scrubsOutput {
+                nonFinite &+= NonFinite.scrub(step.pointee.output, channels: step.pointee.outputChannelCount, frames: n)
+                if let more = step.pointee.moreOutputs {
+                    for e in 0..<step.pointee.moreOutputCount {
+                        nonFinite &+= NonFinite.scrub(more[e].channels, channels: more[e].channelCount, frames: n)
+                    }
+                }
+            }
             Observers.run(step.pointee.links, element: 0, channels: step.pointee.output, channelCount: step.pointee.outputChannelCount,
                           frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
             if let more = step.pointee.moreOutputs {
@@ -140,10 +161,16 @@ enum RenderLoop {
         }
         // 3. IO element 0 to the device (converted to the device's format by its input).
         var ioOutput = p.ioOutput
-        errors &+= pullInput(&ioOutput, domains)
+        errors &+= pullInput(&ioOutput, domains, &nonFinite)
         for c in 0..<outputChannelCount {
             let dst = output[c] + offset
             if p.ioOutputEnabled, let src = ioOutput.channels, c < ioOutput.channelCount {
+                // The last line of defence, whatever a kernel made: cleaned in place (an
+                // output buffer of the graph; a device input buffer passed through was found
+                // finite above), so the element-0 observers (a recording of the output) see
+                // what the device gets. (Checking while copying, in one pass, measured slower
+                // than this check and a memcpy.)
+                nonFinite &+= NonFinite.scrub(src[c], frames: frames)
                 copy(src[c], to: dst, frames: frames)
             } else {
                 dst.update(repeating: 0, count: frames)
@@ -183,9 +210,12 @@ enum RenderLoop {
 
     /// Prepares one input element for its unit: runs its render callback (zeroed first,
     /// silenced again if the callback fails; decoded from the callback's format), then its
-    /// converter. Returns the render errors counted (failed callbacks, converter glitches).
+    /// converter. Returns the render errors counted (failed callbacks, converter glitches);
+    /// NaN and ±Inf in what the callback or the converter wrote are replaced with 0 and
+    /// added to `nonFinite`.
     @_noLocks
-    static func pullInput(_ input: UnsafeMutablePointer<PlanInput>, _ domains: RateDomains) -> UInt64 {
+    static func pullInput(_ input: UnsafeMutablePointer<PlanInput>, _ domains: RateDomains,
+                          _ nonFinite: inout UInt64) -> UInt64 {
         var errors: UInt64 = 0
         let sourceFrames = domains.frames[input.pointee.sourceRateIndex]
         if let box = input.pointee.callback, let source = input.pointee.source {
@@ -206,13 +236,18 @@ enum RenderLoop {
             if status != 0 {
                 zero(source, channels: layout.channels, frames: sourceFrames)
                 errors &+= 1
-            } else if let raw = input.pointee.raw {
-                SampleConversion.decode(raw, layout, offset: 0, frames: sourceFrames, into: source)
+            } else {
+                if let raw = input.pointee.raw {
+                    SampleConversion.decode(raw, layout, offset: 0, frames: sourceFrames, into: source)
+                }
+                nonFinite &+= NonFinite.scrub(source, channels: layout.channels, frames: sourceFrames)
             }
         }
         if let converter = input.pointee.converter {
             errors &+= converter.pointee.render(input.pointee.source, sourceFrames: sourceFrames,
                                                 destinationFrames: domains.frames[input.pointee.destinationRateIndex])
+            nonFinite &+= NonFinite.scrub(converter.pointee.output, channels: converter.pointee.destinationChannels,
+                                          frames: domains.frames[input.pointee.destinationRateIndex])
         }
         if let delay = input.pointee.delay {
             PlanDelay.render(delay, frames: domains.frames[input.pointee.destinationRateIndex])

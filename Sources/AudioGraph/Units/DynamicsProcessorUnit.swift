@@ -217,7 +217,9 @@ enum DynamicsKernel {
                 .gain(decibelsPerNeper * RealTime.logf(max(envelope, floor)))
         }
         st.threshold = t1; st.headRoom = h1; st.expansionRatio = r1; st.expansionThreshold = e1; st.gain = m1
-        if envelope < floor { envelope = 0 }
+        // Below the floor, or NaN/Inf after a non-finite input (an Inf would otherwise hold
+        // the envelope there for ever): exact zero.
+        if !(envelope >= floor && envelope <= .greatestFiniteMagnitude) { envelope = 0 }
         st.envelope = envelope
         state.pointee = st
         if frames > 0 {
