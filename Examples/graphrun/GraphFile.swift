@@ -161,7 +161,12 @@ struct GraphFileReader {
     }
 
     func error(_ path: [JSONPathStep], _ message: String) -> GraphFileError {
-        GraphFileError(file: file, line: locator.line(of: path), field: fieldName(path), message: message)
+        // The file as a whole (not one object): no field to name, so the column of its value.
+        if path.isEmpty {
+            let (line, column) = locator.position(at: locator.startOfContent)
+            return GraphFileError(file: file, line: line, column: column, field: "", message: message)
+        }
+        return GraphFileError(file: file, line: locator.line(of: path), field: fieldName(path), message: message)
     }
 
     /// Parses the whole file.

@@ -83,6 +83,13 @@ struct JSONLineLocator {
         return end
     }
 
+    /// The offset of the first byte that is not white space: where the file's value starts.
+    var startOfContent: Int {
+        var i = 0
+        skipSpace(&i)
+        return i
+    }
+
     private func skipSpace(_ i: inout Int) {
         while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
     }

@@ -153,9 +153,11 @@ tool.say("graphrun: running \(filePath) as '\(driver.clientName)' on JACK server
     return true
 }
 
-// Until quit: the file is checked 5 times a second (a stat; read only when it changed).
+// Until quit: the file is read as soon as inotify says a save is complete, and looked at 5 times
+// a second besides (FollowedFile says how).
 let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
-loop.onWake = { reload(force: false); return 200 }
+loop.wakeFileDescriptor = file.wakeFileDescriptor
+loop.onWake = { reload(force: false); return file.nextLookMilliseconds }
 loop.onSampleRateFollowed = {
     live.sampleRate = Double(driver.sampleRate)
     tool.say("graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")
