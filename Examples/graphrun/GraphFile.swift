@@ -161,7 +161,12 @@ struct GraphFileReader {
     }
 
     func error(_ path: [JSONPathStep], _ message: String) -> GraphFileError {
-        GraphFileError(file: file, line: locator.line(of: path), field: fieldName(path), message: message)
+        // The file as a whole (not one object): no field to name, so the column of its value.
+        if path.isEmpty {
+            let (line, column) = locator.position(at: locator.startOfContent)
+            return GraphFileError(file: file, line: line, column: column, field: "", message: message)
+        }
+        return GraphFileError(file: file, line: locator.line(of: path), field: fieldName(path), message: message)
     }
 
     /// Parses the whole file.
@@ -225,18 +230,64 @@ struct GraphFileReader {
             lines.append(locator.line(of: path))
         }
         // A cycle (not through the IO unit, whose input side is a source and output side a sink).
-        var edges: [String: [String]] = [:]
-        for c in connections where c.from != "io" && c.to != "io" { edges[c.from, default: []].append(c.to) }
         // The last connection on a cycle is the one reported: the earlier ones were fine alone.
-        for (index, c) in connections.enumerated().reversed() where c.from != "io" && c.to != "io" {
-            var stack = [c.to], seen: Set<String> = []
-            while let n = stack.popLast() {
-                if n == c.from { throw error([.key("connections"), .index(index)], "\(c.from) → \(c.to) closes a cycle; a graph may not feed a unit its own output") }
-                if seen.insert(n).inserted { stack += edges[n] ?? [] }
-            }
+        // A connection is on a cycle when both its ends are in one strongly connected component.
+        if let index = GraphFileReader.lastConnectionOnACycle(connections.map { c -> (String, String)? in
+            c.from == "io" || c.to == "io" ? nil : (c.from, c.to)
+        }) {
+            let c = connections[index]
+            throw error([.key("connections"), .index(index)], "\(c.from) → \(c.to) closes a cycle; a graph may not feed a unit its own output")
         }
         return GraphSpec(name: name, channels: channels, nodes: nodes, connections: connections, connectionLines: lines,
                          connectionsLine: locator.line(of: [.key("connections")]), channelsLine: locator.line(of: [.key("channels")]))
+    }
+
+    /// The index of the last edge that lies on a cycle, or nil: Tarjan's strongly connected
+    /// components, without recursion (a chain of thousands of nodes must not exhaust the
+    /// stack), in time linear in the edges. Nil edges (those through the IO unit) are left out.
+    static func lastConnectionOnACycle(_ edges: [(String, String)?]) -> Int? {
+        var numbers: [String: Int] = [:]
+        func number(_ id: String) -> Int {
+            if let n = numbers[id] { return n }
+            numbers[id] = numbers.count
+            return numbers.count - 1
+        }
+        let pairs = edges.map { $0.map { (number($0.0), number($0.1)) } }
+        var next = [[Int]](repeating: [], count: numbers.count)
+        for pair in pairs { if let (from, to) = pair { next[from].append(to) } }
+        var order = [Int](repeating: -1, count: numbers.count), low = order, component = order
+        var onStack = [Bool](repeating: false, count: numbers.count)
+        var stack: [Int] = [], counter = 0, components = 0
+        for root in 0..<numbers.count where order[root] < 0 {
+            var work: [(node: Int, edge: Int)] = [(root, 0)]
+            order[root] = counter; low[root] = counter; counter += 1
+            stack.append(root); onStack[root] = true
+            while let (node, edge) = work.last {
+                if edge < next[node].count {
+                    work[work.count - 1].edge += 1
+                    let to = next[node][edge]
+                    if order[to] < 0 {
+                        order[to] = counter; low[to] = counter; counter += 1
+                        stack.append(to); onStack[to] = true
+                        work.append((to, 0))
+                    } else if onStack[to] {
+                        low[node] = min(low[node], order[to])
+                    }
+                    continue
+                }
+                work.removeLast()
+                if let parent = work.last?.node { low[parent] = min(low[parent], low[node]) }
+                if low[node] == order[node] {
+                    while let member = stack.popLast() {
+                        onStack[member] = false
+                        component[member] = components
+                        if member == node { break }
+                    }
+                    components += 1
+                }
+            }
+        }
+        return pairs.indices.last { i in pairs[i].map { component[$0.0] == component[$0.1] } ?? false }
     }
 
     private func checkKeys(_ object: [String: Any], _ path: [JSONPathStep], allowed: Set<String>) throws(GraphFileError) {

@@ -165,9 +165,11 @@ runStatus.say(event: "running", "graphrun: running \(filePath) as '\(driver.clie
     return true
 }
 
-// Until quit: the file is checked 5 times a second (a stat; read only when it changed).
+// Until quit: the file is read as soon as inotify says a save is complete, and looked at 5 times
+// a second besides (FollowedFile says how).
 let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
-loop.onWake = { reload(force: false); runStatus.tick(); return 200 }
+loop.wakeFileDescriptor = file.wakeFileDescriptor
+loop.onWake = { reload(force: false); runStatus.tick(); return file.nextLookMilliseconds }
 loop.follow(client)
 loop.report = { runStatus.say(event: "server", "graphrun: \($0)") }
 loop.onSampleRateFollowed = {

@@ -75,6 +75,11 @@ public final class MainLoop {
     /// loop keeps reading; the tool should stop asking for input until it is in the foreground.
     public var onBackground: () -> Void = {}
 
+    /// A descriptor whose readability also wakes the loop before ``onWake``'s timeout, so that
+    /// ``onWake`` runs at once (graphrun: inotify's, on the graph file's folder; ``onWake``
+    /// reads it). -1 (the default): none.
+    public var wakeFileDescriptor: Int32 = -1
+
     private let input: Input
     /// The last reason a reconnect failed other than "no server", said once until it changes.
     private var reconnectProblem: String?
@@ -130,8 +135,9 @@ public final class MainLoop {
             let readInput = inputOpen && readsInputNow()
             var fds = [pollfd(fd: driver.notificationFileDescriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: QuitSignals.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: readInput ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 3, timeout)
+                       pollfd(fd: readInput ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeFileDescriptor, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 4, timeout)
             if ready <= 0 || fds[2].revents == 0 { continue }
             if !readInputNow() { return ExitStatus.success }
         }

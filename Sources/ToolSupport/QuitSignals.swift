@@ -80,6 +80,12 @@ public enum QuitSignals {
     public static func withDeadline(seconds: UInt32, exitStatus: Int32, _ body: () -> Void) {
         exitStatusOnAlarm.store(exitStatus, ordering: .relaxed)
         signal(SIGALRM, deadlineHandler)
+        // A parent may have left SIGALRM blocked (a test runner's threads block signals, and the
+        // mask survives exec): blocked, the deadline would never come. This thread takes it.
+        var alarmOnly = sigset_t()
+        sigemptyset(&alarmOnly)
+        sigaddset(&alarmOnly, SIGALRM)
+        pthread_sigmask(SIG_UNBLOCK, &alarmOnly, nil)
         alarm(seconds)
         body()
         alarm(0)
