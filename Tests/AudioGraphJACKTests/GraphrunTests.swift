@@ -47,7 +47,8 @@ extension JACKIntegration {
                 .write(toFile: path, atomically: false, encoding: .utf8)
             #expect(tool.waitFor("reloaded \(path): 1 parameter changed (mixer.volume 1 → 0.5)"), "the change is named: \(tool.stdout) stderr: \(tool.stderr)")
             usleep(100_000)
-            #expect(exactDelay(of: speech.map { $0 * 0.5 }, in: probe.run()) != nil, "volume 0.5 applied live")
+            let halved = speech.map { $0 * 0.5 }, captured = probe.run()
+            #expect(exactDelay(of: halved, in: captured) != nil, "volume 0.5 applied live: \(captureReport(halved, captured, probe))")
 
             // A shape change: a low-pass node inserted before the gate, without a restart.
             var edited = chain.replacingOccurrences(of: "\"nodes\": [", with: "\"nodes\": [\n    { \"id\": \"lp\", \"type\": \"lowpass\", \"parameters\": { \"cutoff\": 1000 } },")
