@@ -49,21 +49,27 @@ extension JACKIntegration {
             return (exactDelay(of: speech, in: captured) != nil, captureReport(speech, captured, probe))
         }
 
-        @Test func driverPostsTheInterruptionAndReconnectsAtTheNewRate() throws {
-            let name = "audiograph-restart-\(getpid())"
-            var server = try PrivateServer(name: name)
-            defer { server.stop() }
+        /// A driver named `client` on `server` whose graph is the IO unit alone, device input
+        /// to device output (bit-exact), with `channels` ports each way; not started.
+        static func passThrough(named client: String, on server: String, channels: Int = 2) throws -> (JACKDriver, AudioGraph, IOUnit) {
             let graph = AudioGraph()
             let io = IOUnit()
             let node = try graph.addNode(io)
             try io.setInputEnabled(true)
             try graph.connectNodeInput(node, sourceOutputElement: IOUnit.inputElement, node, destinationInputElement: IOUnit.outputElement)
             var options = JACKDriver.Options()
-            options.clientName = "drv-restart"
-            options.serverName = name
-            options.inputChannels = 1
-            options.outputChannels = 1
-            let driver = try JACKDriver(graph: graph, options: options)
+            options.clientName = client
+            options.serverName = server
+            options.inputChannels = channels
+            options.outputChannels = channels
+            return (try JACKDriver(graph: graph, options: options), graph, io)
+        }
+
+        @Test func driverPostsTheInterruptionAndReconnectsAtTheNewRate() throws {
+            let name = "audiograph-restart-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let (driver, graph, io) = try Self.passThrough(named: "drv-restart", on: name, channels: 1)
             defer { driver.close() }
             var heard: [JACKDriver.Notification] = []
             driver.addObserver { heard.append($0) }
@@ -105,15 +111,7 @@ extension JACKIntegration {
             let name = "audiograph-config-\(getpid())"
             let server = try PrivateServer(name: name)
             defer { server.stop() }
-            let graph = AudioGraph()
-            let io = IOUnit()
-            let node = try graph.addNode(io)
-            try io.setInputEnabled(true)
-            try graph.connectNodeInput(node, sourceOutputElement: IOUnit.inputElement, node, destinationInputElement: IOUnit.outputElement)
-            var options = JACKDriver.Options()
-            options.clientName = "drv-config"
-            options.serverName = name
-            let driver = try JACKDriver(graph: graph, options: options)
+            let (driver, _, _) = try Self.passThrough(named: "drv-config", on: name)
             defer { driver.close() }
             var heard: [JACKDriver.Notification] = []
             driver.addObserver { heard.append($0) }
