@@ -79,6 +79,16 @@ public enum LV2 {
         return try result.get()
     }
 
+    /// Frees an instance while holding the world's lock. `lilv_instance_free` closes the
+    /// plugin's library, and lilv counts a library's users in a tree in its world with no lock
+    /// of its own (`lilv_lib_open`, called by `lilv_plugin_instantiate`, looks up the same tree):
+    /// an instance freed on one thread while another instantiates corrupts the count, and the
+    /// library can be unloaded under a running instance (a SEGV at a code address, seen with
+    /// four threads making units at once). Thread: control thread; not inside ``withWorld(_:)``.
+    static func free(_ instance: UnsafeMutablePointer<LilvInstance>) {
+        lock.withLock { _ in lilv_instance_free(instance) }
+    }
+
     /// Features the host gives a plugin (their URIs); a plugin requiring another is refused.
     /// `log:log` goes to every instance; `worker:schedule` to a plugin that requires it, lists
     /// it as optional or declares the worker interface (see ``PluginUnit``'s worker notes).
@@ -227,7 +237,8 @@ public enum LV2 {
 
     // MARK: - URIDs (the urid:map and urid:unmap features)
 
-    static let uridTable = Mutex<(ids: [String: UInt32], uris: [UInt])>(([:], []))
+    // A ControlLock, not a Mutex: plugins instantiating on two threads contend for it (see ControlLock).
+    static let uridTable = ControlLock<(ids: [String: UInt32], uris: [UInt])>(([:], []))
 
     /// The URID of `uri` (1…), made on first use. Thread: any (a lock; plugins map at instantiate).
     static func map(_ uri: String) -> UInt32 {
@@ -356,7 +367,7 @@ public enum LV2 {
         if let worker, let data = lilv_instance_get_extension_data(instance, LV2_WORKER__interface) {
             let interface = data.assumingMemoryBound(to: LV2_Worker_Interface.self)
             guard ag_lv2_worker_start(worker, instance.pointee.lv2_handle, interface) == 0 else {
-                lilv_instance_free(instance)
+                free(instance)
                 throw .instantiateFailed(info.identifier)
             }
         }

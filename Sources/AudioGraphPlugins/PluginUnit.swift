@@ -439,7 +439,7 @@ final class PluginHost: @unchecked Sendable {
                 for i in 0..<made {
                     if let d = host.ladspaDescriptor { d.pointee.cleanup?(handles[i]) }
                 }
-                for instance in lv2 { lilv_instance_free(instance) }
+                for instance in lv2 { LV2.free(instance) }
                 handles.deallocate()
             }
             for _ in 0..<instances {
@@ -546,7 +546,7 @@ final class PluginHost: @unchecked Sendable {
             for f in lv2Features { f.stopWorker() }
             for instance in lv2Instances {
                 lilv_instance_deactivate(instance)
-                lilv_instance_free(instance)
+                LV2.free(instance)
             }
             lv2Features.removeAll()
             s.workers?.deallocate()

@@ -270,6 +270,29 @@ struct PluginUnitTests {
         #expect(out[0] == 0.25 && out[1] == 0 && out[2] == 0.25 && out[3] == 0)
     }
 
+    /// Four threads instantiating LV2 plugins at once share one URID table (each instance's
+    /// feature array maps the options' URIs): every instance renders the same gain. Run under
+    /// ThreadSanitizer by scripts/test, this is where a `Synchronization.Mutex` there was
+    /// reported as a race (a contended Mutex waits in the kernel, unseen; see ControlLock).
+    @Test func lv2UnitsInstantiatedOnFourThreadsAtOnceAllRender() throws {
+        let outputs = ControlLock<[[Float]]>([])
+        let failures = ControlLock<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            for _ in 0..<8 {
+                do {
+                    let amp = try PluginUnit(lv2: "http://plugin.org.uk/swh-plugins/amp", channels: 1)
+                    try amp.setParameter(0, -6, scope: .global)
+                    let out = try Chain([amp], channels: 1).render([[Float](repeating: 0.5, count: 256)])[0]
+                    outputs.withLock { $0.append(out) }
+                } catch { failures.withLock { $0.append("\(error)") } }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        let all = outputs.withLock { $0 }
+        #expect(all.count == 32 && all.allSatisfy { $0 == all[0] }, "32 instances, one output")
+        #expect(abs((all.first?[255] ?? 0) - 0.5 * Float(pow(10, -6.0 / 20))) < 1e-6, "−6 dB of 0.5")
+    }
+
     @Test func aRateChangeReinstantiatesOffTheRenderThread() throws {
         let unit = try PluginUnit(ladspa: "lpf", library: "filter.so", channels: 1)
         let chain = try Chain([unit], channels: 1, sampleRate: 44_100)

@@ -38,7 +38,7 @@ import Glibc
 ///
 /// Thread: every reading and setting from any thread; readers take turns on a lock (the FFT
 /// runs under it) that the render thread never touches.
-/// SAFETY (`@unchecked Sendable`): the settings and the smoothed spectrum are behind a Mutex; the ring is atomics.
+/// SAFETY (`@unchecked Sendable`): the settings and the smoothed spectrum are behind a ControlLock; the ring is atomics.
 public final class Analyser: @unchecked Sendable {
     /// The node whose output is analysed.
     public let node: AUNode
@@ -47,14 +47,14 @@ public final class Analyser: @unchecked Sendable {
 
     let core: AnalyserCore
     let unit: AudioUnit
-    private let state: Mutex<AnalyserState>
+    private let state: ControlLock<AnalyserState>
 
     init(node: AUNode, element: AudioUnitElement, unit: AudioUnit, settings: AnalyserSettings, sampleRate: Double) {
         self.node = node
         self.element = element
         self.unit = unit
         core = AnalyserCore(sampleRate: sampleRate)
-        state = Mutex(AnalyserState(settings: settings))
+        state = ControlLock(AnalyserState(settings: settings))
     }
 
     deinit { state.withLock { $0.fft?.destroy() } }

@@ -66,7 +66,7 @@ public struct AudioTapBlock: Sendable, Equatable {
 /// A tap stays installed until ``AudioGraph/removeTap(_:)``: dropping your reference does not
 /// remove it (the graph and, for a push tap, its thread keep it alive).
 /// Thread: counters from any thread; `read` from one consumer thread at a time.
-/// SAFETY (`@unchecked Sendable`): counters are atomics and the consumer state sits behind a Mutex; the render side is the tap's ring.
+/// SAFETY (`@unchecked Sendable`): counters are atomics and the consumer state sits behind a ControlLock; the render side is the tap's ring.
 public final class AudioTap: @unchecked Sendable {
     /// The node tapped.
     public let node: AUNode
@@ -81,7 +81,7 @@ public final class AudioTap: @unchecked Sendable {
     let core: TapCore
     let unit: AudioUnit
     let handler: (@Sendable (AudioTapBlock) -> Void)?
-    private let stream: Mutex<TapStream>
+    private let stream: ControlLock<TapStream>
     private let stopping = Atomic<Bool>(false)
     private let installed = Atomic<Bool>(true)
     private let delivered = Atomic<UInt64>(0)
@@ -97,7 +97,7 @@ public final class AudioTap: @unchecked Sendable {
         self.blockFrames = blockFrames
         self.format = format
         self.handler = handler
-        stream = Mutex(TapStream(target: format))
+        stream = ControlLock(TapStream(target: format))
         // Poll a few times per block: 1…10 ms.
         let blockSeconds = format.map { Double(blockFrames) / $0.sampleRate } ?? Double(blockFrames) / 48_000
         pollMicroseconds = UInt32(min(10_000, max(1_000, blockSeconds * 250_000)))

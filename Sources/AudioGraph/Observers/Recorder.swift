@@ -287,7 +287,7 @@ public final class Recorder: @unchecked Sendable {
 /// SAFETY (`@unchecked Sendable`): confined to the recording tap's consumer thread.
 final class RecordingWriter: @unchecked Sendable {
     /// The SNDFILE handle's address (0 once closed), locked: the writer thread and `close` never overlap.
-    private let file: Mutex<UInt>
+    private let file: ControlLock<UInt>
     let path: String
     let channels: Int
     let sampleFormat: RecordingSettings.SampleFormat
@@ -297,14 +297,14 @@ final class RecordingWriter: @unchecked Sendable {
     let lost = Atomic<UInt64>(0)
     /// NaN and ±Inf samples written as 0.
     let nonFinite = Atomic<UInt64>(0)
-    let failure = Mutex<RecorderError?>(nil)
+    let failure = ControlLock<RecorderError?>(nil)
     private var shorts: [Int16] = []
     private var ints: [Int32] = []
     /// A block with NaN or ±Inf in it, copied with those as 0 (grown once, then reused).
     private var scrubbed: [Float] = []
 
     init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64) {
-        self.file = Mutex(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
+        self.file = ControlLock(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
         self.path = path
         self.channels = channels
         self.sampleFormat = sampleFormat

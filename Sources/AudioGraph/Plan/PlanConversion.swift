@@ -153,7 +153,7 @@ final class ConverterStorage: @unchecked Sendable {
 
     /// Prefills already measured, by (source rate, destination rate, graph rate, slice size):
     /// the deficit does not depend on the channel count, and measuring takes about a millisecond.
-    private static let measured = Mutex<[[Double]: Int]>([:])
+    private static let measured = ControlLock<[[Double]: Int]>([:])
 
     static func prefill(_ r: Resampler, _ key: ConverterKey) -> Int {
         let id = [key.sourceRate, key.destinationRate, key.graphRate, Double(key.maxFrames)]
