@@ -5,15 +5,6 @@ import AudioGraphTestSupport
 import Foundation
 import Testing
 
-/// The offset where `played` occurs in `captured` with every sample within `tolerance`, or nil.
-func nearOccurrence(of played: [Float], in captured: [Float], tolerance: Float) -> Int? {
-    guard let first = played.firstIndex(where: { abs($0) > 0.01 }), played.count <= captured.count else { return nil }
-    for offset in 0...(captured.count - played.count) where abs(captured[offset + first] - played[first]) <= tolerance {
-        if zip(played, captured[offset..<(offset + played.count)]).allSatisfy({ abs($0 - $1) <= tolerance }) { return offset }
-    }
-    return nil
-}
-
 extension JACKIntegration {
     @Suite("graphrun with LV2 and LADSPA plugins")
     struct GraphrunPluginTests {
@@ -49,14 +40,14 @@ extension JACKIntegration {
             probe.connect("\(name):out_1", probe.inPort)
             // Within 1e-6, not bit-exact: the low-pass's state after the silence before the probe
             // plays may sit at a denormal instead of 0 (see below).
-            #expect(nearOccurrence(of: try offline(gain: -6), in: probe.run(), tolerance: 1e-6) != nil, "the plugins on JACK equal the plugins offline")
+            probe.expectNear(try offline(gain: -6), tolerance: 1e-6, "the plugins on JACK equal the plugins offline")
 
             try Self.file.replacingOccurrences(of: "\"gain\": -6", with: "\"gain\": -12").write(toFile: path, atomically: false, encoding: .utf8)
             #expect(tool.waitFor("1 parameter changed (amp.gain -6 → -12)"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
             usleep(100_000)
             // Within 1e-6, not bit-exact: the low-pass's state, decaying through the silence since
             // the first pass, sticks at the smallest denormal instead of reaching 0.
-            #expect(nearOccurrence(of: try offline(gain: -12), in: probe.run(), tolerance: 1e-6) != nil, "gain −12 dB applied live")
+            probe.expectNear(try offline(gain: -12), tolerance: 1e-6, "gain −12 dB applied live")
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
         }
@@ -88,7 +79,7 @@ extension JACKIntegration {
             let probe = ProbeClient(server: server, name: "probe-grs", play: speech, captureFrames: speech.count + 8192)
             probe.connect(probe.outPort, "\(name):in_1")
             probe.connect("\(name):out_1", probe.inPort)
-            #expect(nearOccurrence(of: speech.map { $0 * 3 }, in: probe.run(), tolerance: 1e-6) != nil, "the restored gain 3 applies")
+            probe.expectNear(speech.map { $0 * 3 }, tolerance: 1e-6, "the restored gain 3 applies")
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
         }
@@ -145,7 +136,7 @@ extension JACKIntegration {
             probe.connect("\(probe.name):out", "\(name):in_1")
             probe.connect("\(name):out_1", "\(probe.name):in")
             // Within 1e-6: the plugin's state after the silence before the probe plays (as above).
-            #expect(nearOccurrence(of: expected, in: probe.run(), tolerance: 1e-6) != nil, "speech through the inserted low-pass")
+            probe.expectNear(expected, tolerance: 1e-6, "speech through the inserted low-pass")
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
         }

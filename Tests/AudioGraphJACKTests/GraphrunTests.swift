@@ -40,15 +40,14 @@ extension JACKIntegration {
             let probe = ProbeClient(server: server, name: "probe-gr", play: speech, captureFrames: speech.count + 8192)
             probe.connect(probe.outPort, "\(name):in_1")
             probe.connect("\(name):out_1", probe.inPort)
-            #expect(exactDelay(of: speech, in: probe.run()) != nil, "graphthru's chain from the file is bit-exact")
+            probe.expectExact(speech, "graphthru's chain from the file is bit-exact")
 
             // A parameter: the mixer's output volume to 0.5 — every sample exactly halved.
             try chain.replacingOccurrences(of: "\"parameters\": { \"volume\": 1 }", with: "\"parameters\": { \"volume\": 0.5 }")
                 .write(toFile: path, atomically: false, encoding: .utf8)
             #expect(tool.waitFor("reloaded \(path): 1 parameter changed (mixer.volume 1 → 0.5)"), "the change is named: \(tool.stdout) stderr: \(tool.stderr)")
             usleep(100_000)
-            let halved = speech.map { $0 * 0.5 }, captured = probe.run()
-            #expect(exactDelay(of: halved, in: captured) != nil, "volume 0.5 applied live: \(captureReport(halved, captured, probe))")
+            probe.expectExact(speech.map { $0 * 0.5 }, "volume 0.5 applied live")
 
             // A shape change: a low-pass node inserted before the gate, without a restart.
             var edited = chain.replacingOccurrences(of: "\"nodes\": [", with: "\"nodes\": [\n    { \"id\": \"lp\", \"type\": \"lowpass\", \"parameters\": { \"cutoff\": 1000 } },")
@@ -308,7 +307,7 @@ extension JACKIntegration {
             let probe = ProbeClient(server: server, name: "probe-gr-cross", play: speech, captureFrames: speech.count + 8192)
             probe.connect(probe.outPort, "\(name):in_1")
             probe.connect("\(name):out_2", probe.inPort)
-            #expect(exactDelay(of: speech, in: probe.run()) != nil, "in_1 → split:0 → merge:1 → out_2, bit-exact")
+            probe.expectExact(speech, "in_1 → split:0 → merge:1 → out_2, bit-exact")
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
             let list = try ToolProcess("graphrun", ["--list"], server: server)

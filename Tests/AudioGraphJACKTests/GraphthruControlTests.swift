@@ -27,14 +27,12 @@ extension JACKIntegration {
             // The mixer's output volume multiplies every sample by 10^(−3/20) once the one-slice
             // ramp is over: the capture is the speech times that gain, exactly.
             let gain = Float(pow(10, -3.0 / 20))
-            let quieter = probe.run()
-            #expect(exactDelay(of: speech.map { $0 * gain }, in: quieter) != nil,
-                    "−3 dB is the speech × \(gain); peak out \(quieter.map(abs).max() ?? 0), in \(speech.map(abs).max() ?? 0)")
+            probe.expectExact(speech.map { $0 * gain }, "−3 dB is the speech × \(gain)")
 
             tool.send("volume +")
             #expect(tool.waitFor("volume: 0.0 dB"))
             usleep(100_000)
-            #expect(exactDelay(of: speech, in: probe.run()) != nil, "back at 0 dB the speech passes bit for bit")
+            probe.expectExact(speech, "back at 0 dB the speech passes bit for bit")
 
             tool.send("volume -200")     // clamped to the floor, and said so
             #expect(tool.waitFor("volume: -60.0 dB"))
@@ -51,7 +49,7 @@ extension JACKIntegration {
             let tool = try ToolProcess(["--name", name, "--channels", "1",
                                              "--input", "probe-lpt:o.t", "--output", "probe-lp[t]:in"], server: server)
             #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
-            #expect(exactDelay(of: tone, in: probe.run(), maxDelay: 8192) != nil, "without the filter the tone passes bit for bit")
+            probe.expectExact(tone, "without the filter the tone passes bit for bit")
 
             tool.send("lowpass")
             #expect(tool.waitFor("low-pass: on (1000 Hz)"), "\(tool.stdout) \(tool.stderr)")
@@ -66,7 +64,7 @@ extension JACKIntegration {
             tool.send("l")
             #expect(tool.waitFor("low-pass: off"))
             usleep(100_000)
-            #expect(exactDelay(of: tone, in: probe.run(), maxDelay: 8192) != nil, "filter removed live: bit-exact again")
+            probe.expectExact(tone, "filter removed live: bit-exact again")
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
             #expect(tool.stderr.isEmpty, "stderr: \(tool.stderr)")
@@ -192,7 +190,7 @@ extension JACKIntegration {
                 let probe = ProbeClient(server: own, name: "probe-inproc", play: speech, captureFrames: speech.count + 8192)
                 probe.connect(probe.outPort, "\(name):in_1")
                 probe.connect("\(name):out_1", probe.inPort)
-                #expect(exactDelay(of: speech, in: probe.run()) != nil, "speech through graphthru on its own server, bit-exact")
+                probe.expectExact(speech, "speech through graphthru on its own server, bit-exact")
             }
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
