@@ -119,18 +119,3 @@ func countedOnOwnThread(_ body: @escaping @Sendable () -> Int) -> (allocations: 
     }
 }
 
-/// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
-/// OOPSLA 2014): the same choices on every run from the same seed.
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    /// A number in 0..<n (n ≥ 1).
-    mutating func callAsFunction(_ n: Int) -> Int {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int((z ^ (z >> 31)) % UInt64(n))
-    }
-}

@@ -12,18 +12,6 @@ extension JACKIntegration {
     /// descriptors are printed, start and end, for the reader to judge flatness over a long run.
     @Suite("Soak: live edits, period changes and a server restart")
     struct SoakTests {
-        /// A small deterministic generator (SplitMix64): the same seed, the same edits.
-        struct Generator: RandomNumberGenerator {
-            var state: UInt64
-            mutating func next() -> UInt64 {
-                state &+= 0x9E37_79B9_7F4A_7C15
-                var z = state
-                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-                return z ^ (z >> 31)
-            }
-        }
-
         /// Resident memory (kB, VmRSS) and open file descriptors of a process, from /proc.
         static func usage(of pid: Int32) -> (rssKB: Int, fds: Int) {
             let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
@@ -62,7 +50,7 @@ extension JACKIntegration {
         @Test func soak() throws {
             let seconds = Double(ProcessInfo.processInfo.environment["AUDIOGRAPH_SOAK_SECONDS"] ?? "") ?? 30
             let seed = UInt64(ProcessInfo.processInfo.environment["AUDIOGRAPH_SOAK_SEED"] ?? "") ?? 16
-            var random = Generator(state: seed)
+            var random = SplitMix64(seed: seed)   // the same seed, the same edits
             let name = "audiograph-soak-\(getpid())"
             var server = try PrivateServer(name: name, period: 64)
             defer { server.stop() }

@@ -10,18 +10,6 @@ import AudioGraphTestSupport
 /// (`swift test --sanitize=thread --filter LiveEditStress`).
 @Suite("Live edit stress")
 struct LiveEditStressTests {
-    /// A deterministic random source (SplitMix64), so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Pulls the graph on its own thread with a tone in, and checks every slice came out equal.
     // SAFETY (@unchecked Sendable): constants and atomics only; the render context is itself a handle to atomics.
     final class RenderThread: @unchecked Sendable {
@@ -79,7 +67,7 @@ struct LiveEditStressTests {
         thread.start()
         while renderer.slices.load(ordering: .relaxed) < 10 { usleep(1000) }
 
-        var random = SplitMix(state: 0xA11D10)
+        var random = SplitMix64(seed: 0xA11D10)   // deterministic, so a failure can be replayed
         var island: [AUNode] = []          // nodes the edits may touch
         var removed: [AUNode] = []
         var counts = (valid: 0, invalid: 0, updates: 0)
