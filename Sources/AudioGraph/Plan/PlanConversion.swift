@@ -1,5 +1,4 @@
 // Plan: format conversion inside a plan — PlanConverter, and the converters kept across plans.
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
