@@ -40,6 +40,13 @@ public final class JACKDriver: @unchecked Sendable {
         public var inputChannels: Int = 2
         /// Output ports (IO element 0 channels), 1…64.
         public var outputChannels: Int = 2
+        /// When the server's rate changes (``JACKDriver/followSampleRate()``, or a
+        /// ``JACKDriver/reconnect()`` to a server at another rate): true moves every stream format
+        /// the application set at the old server rate to the new one (``AudioGraph/moveSetFormats(from:to:)``:
+        /// formats set at the server's rate only to choose a channel count follow the server, and
+        /// nothing is converted); false (the default, as AUGraph does) keeps them at their rate
+        /// and converts, with the latency that adds. Formats set at another rate are converted either way.
+        public var setFormatsFollowServerRate: Bool = false
         /// Creates options with the defaults above.
         public init() {}
     }
@@ -77,6 +84,7 @@ public final class JACKDriver: @unchecked Sendable {
     ///   - graph: an uninitialized graph with one `IOUnit` node.
     ///   - options: name, server and channel counts.
     /// - Throws: ``JACKDriverError/serverNotRunning(server:)``, ``JACKDriverError/invalidClientName(_:reason:)``,
+    ///   ``JACKDriverError/invalidServerName(_:reason:)`` (empty, or over 255 bytes),
     ///   ``JACKDriverError/clientOpenFailed(status:)``, ``JACKDriverError/invalidChannelCount(_:)``,
     ///   ``JACKDriverError/portRegistrationFailed(_:)``, ``JACKDriverError/graph(_:)``
     ///   (no IO node: outputNodeErr; initialized with other formats: initialized). On failure the
@@ -85,7 +93,7 @@ public final class JACKDriver: @unchecked Sendable {
     public init(graph: AudioGraph, options: Options = Options()) throws(JACKDriverError) {
         let name = options.clientName
         if let reason = JACKDriver.problem(withClientName: name) { throw .invalidClientName(name, reason: reason) }
-        if let server = options.serverName, server.isEmpty { throw .serverNotRunning(server: server) }
+        if let (server, reason) = JACKDriver.problem(withServerOf: options) { throw .invalidServerName(server, reason: reason) }
         for n in [options.inputChannels, options.outputChannels] where n < 1 || n > 64 { throw .invalidChannelCount(n) }
         guard let io = graph.ioUnit else { throw .graph(.outputNodeErr) }
 
@@ -175,6 +183,29 @@ public final class JACKDriver: @unchecked Sendable {
     /// reports one more).
     public static let maximumClientNameLength = 63
 
+    /// The longest server name libjack takes, in bytes: jack2 copies it into buffers of
+    /// `JACK_SERVER_NAME_SIZE` = 256 including the NUL, and libjack 1.9.21 aborts the process
+    /// (a smashed stack) for names of 265 bytes or more. A server can serve far shorter names
+    /// only (its socket path must fit 108 bytes: about 85 on this machine), but those fail cleanly.
+    public static let maximumServerNameLength = 255
+
+    /// The server name `options` would reach (its `serverName`, else `$JACK_DEFAULT_SERVER`)
+    /// and why it cannot be passed to libjack, or nil when it can (nil too for no name: "default").
+    /// Thread: any.
+    static func problem(withServerOf options: Options) -> (String, String)? {
+        let fromEnvironment = options.serverName == nil
+        guard let name = options.serverName ?? environmentServer else { return nil }
+        let origin = fromEnvironment ? "JACK_DEFAULT_SERVER" : "the server name"
+        if name.isEmpty {
+            return (name, fromEnvironment ? "JACK_DEFAULT_SERVER is set to nothing; name a server or unset it for \"default\""
+                                          : "it is empty; name a server, or omit it for $JACK_DEFAULT_SERVER or \"default\"")
+        }
+        if name.utf8.count > maximumServerNameLength {
+            return (name, "\(origin) has \(name.utf8.count) bytes; JACK allows at most \(maximumServerNameLength)")
+        }
+        return nil
+    }
+
     /// Why JACK would refuse `name` as a client name, or nil when it is acceptable: 1…63 bytes,
     /// no `:` (it separates client and port in full port names).
     /// Thread: any.
@@ -220,7 +251,9 @@ public final class JACKDriver: @unchecked Sendable {
     /// Reconfigures the graph for the server's current sample rate after a change: the graph
     /// stops (the process callback renders silence meanwhile, it never waits), the IO unit's
     /// device sides take the new rate, formats the application never set follow it, formats
-    /// it did set are converted from then on, and the graph initializes and starts again. A
+    /// it did set are converted from then on (or, with ``Options/setFormatsFollowServerRate``,
+    /// those set at the old server rate move to the new one), parameters whose bound moved with
+    /// the rate (a cutoff above the new rate/2) are clamped, and the graph initializes and starts again. A
     /// main loop calls it when ``sampleRateChanged`` becomes true (graphthru polls it).
     /// Does nothing when the rate did not change.
     /// - Throws: ``JACKDriverError/graph(_:)`` with the code when the graph cannot run at the new
@@ -238,10 +271,14 @@ public final class JACKDriver: @unchecked Sendable {
         recomputeLatency()
     }
 
-    /// Uninitializes the graph, sets the IO unit's device sides to the server's rate and
-    /// initializes again (the graph is left stopped). Thread: control thread.
+    /// Uninitializes the graph, moves the formats set at the old rate when
+    /// ``Options/setFormatsFollowServerRate`` says so, sets the IO unit's device sides to the
+    /// server's rate and initializes again (the graph is left stopped). Thread: control thread.
     func reconfigureGraphForServerRate() throws(AudioUnitError) {
         try graph.uninitialize()
+        if options.setFormatsFollowServerRate {
+            try graph.moveSetFormats(from: io.deviceOutputFormat.sampleRate, to: Double(sampleRate))
+        }
         try io.configureDevice(inputChannels: io.deviceInputFormat.channelsPerFrame,
                                outputChannels: io.deviceOutputFormat.channelsPerFrame,
                                sampleRate: Double(sampleRate))

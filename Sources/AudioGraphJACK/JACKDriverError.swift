@@ -7,6 +7,9 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     /// No JACK server is running (and starting one was not asked for). `server` is the name
     /// tried (nil: the default, or `$JACK_DEFAULT_SERVER`).
     case serverNotRunning(server: String?)
+    /// The server name (from the options or `$JACK_DEFAULT_SERVER`) is empty or longer than
+    /// ``JACKDriver/maximumServerNameLength`` (255) bytes; refused before libjack sees it.
+    case invalidServerName(String, reason: String)
     /// `jack_client_open` failed for another reason; `status` is the `jack_status_t` bit set.
     case clientOpenFailed(status: UInt32)
     /// The client name is empty, too long for JACK (over ``JACKDriver/maximumClientNameLength`` = 63 bytes),
@@ -42,8 +45,9 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
     /// What went wrong and what to do.
     public var description: String {
         switch self {
-        case .serverNotRunning(let server) where server?.isEmpty == true:
-            return "the JACK server name is empty (an empty --server, or JACK_DEFAULT_SERVER set to nothing); name a server or unset it for \"default\""
+        case .invalidServerName(let name, let reason):
+            let shown = name.utf8.count > 40 ? String(name.prefix(40)) + "…" : name
+            return "invalid JACK server name '\(shown)': \(reason)"
         case .serverNotRunning(let server):
             let name = server ?? "default"
             let flag = name == "default" ? "" : "-n \(name) "

@@ -125,8 +125,10 @@ public final class JACKServer: @unchecked Sendable {
     deinit { stop() }
 
     /// Whether a JACK server named `name` answers, found by opening and closing a client
-    /// (never starting a server). Thread: control thread.
+    /// (never starting a server). False for a name libjack cannot take (empty, or over
+    /// ``JACKDriver/maximumServerNameLength`` bytes), which no server can have. Thread: control thread.
     public static func isRunning(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= JACKDriver.maximumServerNameLength else { return false }
         JACKDriver.routeLibjackMessages()
         var status = jack_status_t(rawValue: 0)
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)

@@ -72,27 +72,33 @@ public struct ClientOptions {
         return true
     }
 
-    /// The driver's options: this name (or `defaultName`), server and channel count both ways.
+    /// The driver's options: this name (or `defaultName`), server and channel count both ways;
+    /// set formats follow the server's rate (``JACKDriver/Options/setFormatsFollowServerRate``).
     public func driverOptions(defaultName: String) -> JACKDriver.Options {
         var options = JACKDriver.Options()
         options.clientName = name ?? defaultName
         options.serverName = server
         options.inputChannels = channels
         options.outputChannels = channels
+        // The tools set formats at the server's rate only to choose channel counts.
+        options.setFormatsFollowServerRate = true
         return options
     }
 }
 
 extension Tool {
     /// Opens the JACK client for `graph` (see `JACKDriver.init(graph:options:)`), or exits: with
-    /// ``ExitStatus/usage`` (2) for a name JACK refuses, ``ExitStatus/failure`` (1) otherwise (no
+    /// ``ExitStatus/usage`` (2) for a client or server name JACK refuses, ``ExitStatus/failure`` (1) otherwise (no
     /// server, the graph refused), printing the driver's one-line reason.
     /// - Thread: the main thread.
     public func openDriver(graph: AudioGraph, options: JACKDriver.Options) -> JACKDriver {
         do {
             return try JACKDriver(graph: graph, options: options)
         } catch {
-            if case .invalidClientName = error { fail("\(error)", status: ExitStatus.usage) }
+            switch error {
+            case .invalidClientName, .invalidServerName: fail("\(error)", status: ExitStatus.usage)
+            default: fail("\(error)")
+            }
             fail("\(error)")
         }
     }

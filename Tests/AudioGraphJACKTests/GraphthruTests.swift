@@ -90,12 +90,28 @@ extension JACKIntegration {
         }
 
         @Test(arguments: [["--channels", "0"], ["--channels", "x"], ["--lowpass", "-5"], ["--bogus"], ["--name"], ["--server", ""],
+                          ["--server", String(repeating: "s", count: 270)],
                           ["--record", "/tmp/gt-\(getpid()).flac", "--record-format", "float32"], ["--record", "/tmp"]])
         func badOptionsAreRefusedWithStatus2(_ arguments: [String]) throws {
             // A server that does not exist: every one of these is refused before JACK is asked.
             let tool = try ToolProcess(arguments, server: "no-such-server-\(getpid())")
             #expect(tool.waitForExit() == 2, "\(arguments): \(tool.stderr)")
             #expect(!tool.stderr.isEmpty && !tool.stderr.contains("jackd"), "\(tool.stderr)")
+        }
+
+        /// libjack aborts the process for a server name of 265 bytes or more, from --server or
+        /// $JACK_DEFAULT_SERVER: each tool refuses one over 255 bytes first, with status 2.
+        @Test(arguments: ["graphthru", "graphrecord", "graphrun"])
+        func overlongServerNamesFromTheEnvironmentAreRefused(_ name: String) throws {
+            let file = "/tmp/overlong-\(getpid())-\(name).\(name == "graphrun" ? "json" : "wav")"
+            defer { unlink(file) }
+            if name == "graphrun" {
+                try #"{ "nodes": [], "connections": [ { "from": "io", "to": "io" } ] }"#.write(toFile: file, atomically: true, encoding: .utf8)
+            }
+            let arguments = name == "graphthru" ? [] : [file]
+            let tool = try ToolProcess(name, arguments, server: String(repeating: "e", count: 300))
+            #expect(tool.waitForExit() == 2, "\(tool.stderr)")
+            #expect(tool.stderr.contains("JACK_DEFAULT_SERVER has 300 bytes; JACK allows at most 255"), "\(tool.stderr)")
         }
 
         /// A --input that is neither a port nor a regular expression is a bad option (2), refused

@@ -107,6 +107,26 @@ extension JACKIntegration {
             #expect(message.contains("jackd") && !message.contains("\n"))
         }
 
+        /// libjack aborts the process for server names of 265 bytes or more (measured, 1.9.21):
+        /// the driver refuses empty names and names over 255 bytes before libjack sees them.
+        @Test func emptyAndOverlongServerNamesAreRefusedBeforeLibjack() {
+            let graph = AudioGraph()
+            _ = try? graph.addNode(IOUnit())
+            for name in ["", String(repeating: "s", count: 256), String(repeating: "s", count: 4096)] {
+                var options = JACKDriver.Options()
+                options.serverName = name
+                #expect(throws: JACKDriverError.self) { try JACKDriver(graph: graph, options: options) }
+                do { _ = try JACKDriver(graph: graph, options: options) } catch {
+                    guard case .invalidServerName(let refused, _) = error else { Issue.record("\(error)"); continue }
+                    #expect(refused == name && !error.description.contains("\n"))
+                }
+                #expect(!JACKServer.isRunning(name))
+            }
+            var options = JACKDriver.Options()
+            options.serverName = String(repeating: "s", count: 255)  // libjack takes it: no such server
+            #expect(throws: JACKDriverError.serverNotRunning(server: options.serverName)) { try JACKDriver(graph: graph, options: options) }
+        }
+
         @Test func badNamesAndCountsAreRefusedBeforeOpening() {
             let graph = AudioGraph()
             _ = try? graph.addNode(IOUnit())
@@ -265,5 +285,47 @@ extension JACKIntegration.JACKDriverTests {
         probe.connect("\(probe.name):out", driver.inputPortNames[0])
         probe.connect(driver.outputPortNames[0], "\(probe.name):in")
         probe.expectExact(speech, "speech came back bit-exact")
+    }
+
+    /// With setFormatsFollowServerRate, formats set at the server's rate move with it, both
+    /// ways: nothing is converted at 44.1 kHz, and a cutoff above the new rate/2 is clamped.
+    @Test func setFormatsFollowTheServerRateWhenAskedBothWays() throws {
+        let graph = AudioGraph()
+        let io = IOUnit(), filter = LowPassFilterUnit(), mixer = MultichannelMixerUnit(inputs: 1)
+        let ioNode = try graph.addNode(io), filterNode = try graph.addNode(filter), mixerNode = try graph.addNode(mixer)
+        try io.setInputEnabled(true)
+        try mixer.setStreamFormat(try .float32(sampleRate: 48_000, channels: 2), scope: .output, element: 0)
+        try graph.connectNodeInput(ioNode, sourceOutputElement: 1, filterNode, destinationInputElement: 0)
+        try graph.connectNodeInput(filterNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
+        try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        try filter.setParameter(LowPassFilterUnit.Parameter.cutoffFrequency, 23_000, scope: .global)
+        var options = JACKDriver.Options()
+        options.clientName = "ag-rate-follow"
+        options.serverName = server
+        options.setFormatsFollowServerRate = true
+        let driver = try JACKDriver(graph: graph, options: options)
+        defer { driver.close() }
+        try driver.start()
+        let cutoff = { try filter.parameter(LowPassFilterUnit.Parameter.cutoffFrequency, scope: .global) }
+        #expect(try cutoff() == 23_000)
+
+        driver.recordSampleRateForTesting(44_100)
+        try driver.followSampleRate()
+        #expect(try mixer.streamFormat(scope: .output, element: 0).sampleRate == 44_100)
+        #expect(graph.renderLatency == 0, "nothing converted at 44.1 kHz")
+        #expect(try cutoff() == 22_050, "the cutoff is clamped to the new rate/2")
+        #expect(try filter.parameterInfo(LowPassFilterUnit.Parameter.cutoffFrequency, scope: .global).maxValue == 22_050)
+
+        driver.recordSampleRateForTesting(48_000)
+        try driver.followSampleRate()
+        #expect(try mixer.streamFormat(scope: .output, element: 0).sampleRate == 48_000)
+        #expect(graph.renderLatency == 0)
+        #expect(try cutoff() == 22_050, "a clamped value stays where it was clamped")
+        let speech = Speech.load().samples
+        let probe = ProbeClient(server: server, name: "probe-rate-follow", play: speech, captureFrames: speech.count + 8192)
+        probe.connect("\(probe.name):out", driver.inputPortNames[0])
+        probe.connect(driver.outputPortNames[0], "\(probe.name):in")
+        let captured = probe.run()
+        #expect(captured.contains { $0 != 0 }, "audio flows after the round trip")
     }
 }

@@ -98,8 +98,10 @@ extension AudioGraph {
         if let built {
             for (node, formats) in built.formats {
                 guard let unit = target.nodes[node] else { continue }
+                let rateBefore = unit.currentSampleRate
                 for (element, format) in formats.inputs.enumerated() { if let format { unit.inputFormats[element] = format } }
                 unit.outputFormats = formats.outputs
+                if unit.currentSampleRate != rateBefore { unit.clampParametersToCurrentBounds() }
             }
             for (node, kernel) in built.kernels { target.nodes[node]?.kernel = kernel }
             for (node, unit) in target.nodes {
@@ -142,6 +144,39 @@ extension AudioGraph {
                 usleep(100)
             }
             return true
+        }
+    }
+
+    // MARK: - Following a new device rate
+
+    /// Moves every stream format the application set at `oldRate` to `newRate`, keeping its
+    /// channel count and layout: for an IO unit whose device rate changed (a JACK server
+    /// restarted at another rate), so that formats set only to choose a channel count follow
+    /// the device instead of being converted from then on. Formats set at another rate, and the
+    /// IO unit's device sides, are left as they are. All-or-none: every moved format is checked
+    /// against its unit first, and a refusal changes nothing.
+    /// - Parameters:
+    ///   - oldRate: Hz, the rate the formats to move carry.
+    ///   - newRate: Hz, 1…``StreamFormat/maximumSampleRate``.
+    /// - Throws: ``AudioUnitError/initialized`` (uninitialize first),
+    ///   ``AudioUnitError/formatNotSupported`` (a rate no format can carry, or a unit refusing one).
+    /// - Thread: control thread.
+    public func moveSetFormats(from oldRate: Double, to newRate: Double) throws(AudioUnitError) {
+        try checkControlThread()
+        guard !isInitialized else { throw .initialized }
+        if oldRate == newRate { return }
+        var moves: [(AudioUnit, AudioUnit.FormatKey, StreamFormat)] = []
+        for unit in pending.nodes.values {
+            for key in unit.explicitFormats where !unit.isDeviceSide(key.scope, key.element) {
+                let stored = key.scope == .input ? unit.inputFormats[Int(key.element)] : unit.outputFormats[Int(key.element)]
+                guard stored.sampleRate == oldRate else { continue }
+                let moved = try stored.withSampleRate(newRate)
+                try unit.checkFormat(moved, scope: key.scope, element: key.element)
+                moves.append((unit, key, moved))
+            }
+        }
+        for (unit, key, format) in moves {
+            if key.scope == .input { unit.inputFormats[Int(key.element)] = format } else { unit.outputFormats[Int(key.element)] = format }
         }
     }
 }

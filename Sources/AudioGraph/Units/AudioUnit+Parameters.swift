@@ -125,6 +125,20 @@ extension AudioUnit {
         }
     }
 
+    /// Clamps stored values that a new sample rate put above their parameter's bound (a
+    /// filter's cutoff above the new rate/2): the value reads back clamped and the unit glides
+    /// to it, as if ``setParameter(_:_:scope:element:)`` had been called with it. Called when
+    /// the unit's rate changes (the graph stores new formats). Thread: control thread.
+    func clampParametersToCurrentBounds() {
+        for info in parameters.all where info.clampsToRange && !info.isReadOnly {
+            let top = maxValue(of: info)
+            for element in 0..<elementCount(info.scope) {
+                guard let (_, slot) = try? resolveSlot(info.id, scope: info.scope, element: element), bank.load(slot) > top else { continue }
+                try? setParameter(info.id, top, scope: info.scope, element: element)  // in range, known ID: cannot throw
+            }
+        }
+    }
+
     /// A value as the parameter stores it: clamped for parameters with `clampsToRange`, 0 or 1
     /// for booleans, the nearest whole number for indexed ones; NaN and infinities refused, and
     /// so is any value for a read-only parameter.

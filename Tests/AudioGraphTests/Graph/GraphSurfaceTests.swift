@@ -142,3 +142,29 @@ struct EmptyMixerTests {
         #expect(out[0].suffix(256).allSatisfy { $0 == 0.25 }, "the running plan hears the parameter")
     }
 }
+
+@Suite("Following a new device rate")
+struct MoveSetFormatsTests {
+    /// moveSetFormats moves only formats set at the old rate, refuses a rate no format can carry
+    /// (changing nothing) and refuses an initialized graph.
+    @Test func movingSetFormatsMovesOnlyThoseAtTheOldRate() throws {
+        let graph = AudioGraph()
+        let io = IOUnit(), mixer = MultichannelMixerUnit(inputs: 1)
+        let ioNode = try graph.addNode(io), mixerNode = try graph.addNode(mixer)
+        try mixer.setStreamFormat(try .float32(sampleRate: 48_000, channels: 2), scope: .output, element: 0)
+        try mixer.setStreamFormat(try .float32(sampleRate: 48_000, channels: 1), scope: .input, element: 0)
+        try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+        #expect(throws: AudioUnitError.formatNotSupported) { try graph.moveSetFormats(from: 48_000, to: 0) }
+        #expect(try mixer.streamFormat(scope: .output, element: 0).sampleRate == 48_000)
+        let other = MultichannelMixerUnit(inputs: 1)
+        _ = try graph.addNode(other)
+        try other.setStreamFormat(try .float32(sampleRate: 44_100, channels: 2), scope: .output, element: 0)
+        try graph.moveSetFormats(from: 48_000, to: 96_000)
+        #expect(try other.streamFormat(scope: .output, element: 0).sampleRate == 44_100, "set at another rate: kept")
+        #expect(try mixer.streamFormat(scope: .output, element: 0).sampleRate == 96_000)
+        #expect(try mixer.streamFormat(scope: .input, element: 0) == .float32(sampleRate: 96_000, channels: 1))
+        try io.configureDevice(inputChannels: 2, outputChannels: 2, sampleRate: 96_000)
+        try graph.initialize()
+        #expect(throws: AudioUnitError.initialized) { try graph.moveSetFormats(from: 96_000, to: 48_000) }
+    }
+}
