@@ -171,6 +171,27 @@ final class LiveGraph {
         return unit
     }
 
+    /// After the graph followed a new server rate: the file's parameters are set again (the
+    /// units clamped those whose bound moved with the rate, a cutoff above rate/2, and one
+    /// clamped before may fit again), and those still clamped are returned as
+    /// `node.parameter 23000 → 22050`. The file keeps its value, so its next save must bring
+    /// such a value within the bound.
+    func refitParametersToRate() -> [String] {
+        guard let spec else { return [] }
+        var clamped: [String] = []
+        for node in spec.nodes {
+            guard let unit = units[node.id]?.unit else { continue }
+            let table = ParameterTable(of: unit)
+            for (name, value) in node.parameters.sorted(by: { $0.key < $1.key }) {
+                guard let info = table.node[name], (try? unit.parameter(info.id, scope: info.scope, element: 0)) != value,
+                      (try? unit.setParameter(info.id, value, scope: info.scope, element: 0)) != nil,
+                      let now = try? unit.parameter(info.id, scope: info.scope, element: 0), now != value else { continue }
+                clamped.append("\(node.id).\(name) \(LiveGraph.number(value)) → \(LiveGraph.number(now))")
+            }
+        }
+        return clamped
+    }
+
     /// Sets the parameters that differ from `previous` (all of them when nil); returns each one
     /// set, as `node.parameter old → new` (a value not in the file is the unit's default).
     /// Names, scopes and defaults are the unit's own (``ParameterTable``).

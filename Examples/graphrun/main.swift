@@ -171,10 +171,14 @@ let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
 loop.wakeFileDescriptor = file.wakeFileDescriptor
 loop.onWake = { reload(force: false); runStatus.tick(); return file.nextLookMilliseconds }
 loop.follow(client)
-loop.report = { runStatus.say(event: "server", "graphrun: \($0)") }
+loop.report = { runStatus.say(event: "notice", "graphrun: \($0)") }
 loop.onSampleRateFollowed = {
     live.sampleRate = Double(driver.sampleRate)
     runStatus.say(event: "sample rate", "graphrun: following the server's new sample rate, \(driver.sampleRate) Hz")
+    let clamped = live.refitParametersToRate()
+    if !clamped.isEmpty {
+        runStatus.say(event: "notice", "graphrun: above half the new rate, clamped: \(clamped.joined(separator: ", ")); the file's next save must stay within \(driver.sampleRate / 2) Hz")
+    }
 }
 let status = loop.run()
 let xruns = driver.xrunCount

@@ -18,7 +18,9 @@ final class Commands {
     /// Whether the terminal is in non-canonical mode now, sending single keys.
     private(set) var keyMode = false
     private var savedTerminal = termios()
-    private let keyHelp: String
+    private var keyHelp: String {
+        "keys: m mute/unmute · l low-pass on/off (\(Int(monitor.cutoff.rounded())) Hz) · + / - output volume ±3 dB · ? help · q quit"
+    }
     /// Where the terminal is in an escape sequence (arrow and function keys send `ESC [ A`,
     /// `ESC O P`): 1 after ESC, 2 inside the sequence; its bytes are not keys.
     private var escapeState = 0
@@ -27,7 +29,6 @@ final class Commands {
     init(monitor: Monitor, view: StatusView) {
         self.monitor = monitor
         self.view = view
-        keyHelp = "keys: m mute/unmute · l low-pass on/off (\(Int(monitor.cutoff.rounded())) Hz) · + / - output volume ±3 dB · ? help · q quit"
     }
 
     /// Started in the background of a shell, touching the terminal must not stop the process (a

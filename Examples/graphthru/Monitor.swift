@@ -185,6 +185,16 @@ final class Monitor {
         }
     }
 
+    /// After the server's rate changed: a cutoff above the new rate/2 comes down to it (the
+    /// filter in the graph has clamped itself already; one out of it is set for when it comes
+    /// back). Returns the notice to say, nil when the cutoff fits.
+    func clampCutoffToRate() throws(AudioUnitError) -> String? {
+        guard cutoff > nyquist else { return nil }
+        let was = cutoff
+        try setCutoff(nyquist)
+        return "the low-pass cutoff \(Int(was.rounded())) Hz is above half the new rate; it is now \(Int(nyquist.rounded())) Hz"
+    }
+
     /// Sets the cutoff (the caller checked 10…``nyquist``), whether or not the filter is in.
     func setCutoff(_ hz: Float) throws(AudioUnitError) {
         cutoff = hz

@@ -87,7 +87,8 @@ let loop = MainLoop(tool: tool, driver: driver, input: commands.interactive ? .k
 loop.complain = { view.complain($0) }
 loop.readsInputNow = { !commands.interactive || commands.keyMode }
 loop.onBackground = { commands.leaveKeyMode() }
-loop.report = { view.report($0) }
+// Waiting for the server and its return are notices ("graphthru: …"; with --json `notice` objects).
+loop.report = { view.notice($0) }
 // A new period or freewheel mode is said as it happens (a new rate when the graph followed it).
 driver.addObserver { notification in
     guard case .configurationChanged(let from, let to) = notification else { return }
@@ -95,7 +96,12 @@ driver.addObserver { notification in
     if from.isFreewheeling != to.isFreewheeling { view.report("freewheel: \(to.isFreewheeling ? "on" : "off")") }
 }
 loop.follow(options.client) { try monitor.namePorts(of: driver) }
-loop.onSampleRateFollowed = { view.report("sample rate: \(driver.sampleRate) Hz") }
+loop.onSampleRateFollowed = {
+    var note: String?
+    do { note = try monitor.clampCutoffToRate() } catch { view.complain("\(error)") }
+    view.report("sample rate: \(driver.sampleRate) Hz")
+    if let note { view.notice(note) }
+}
 loop.onWake = {
     if let failure = monitor.newRecordingFailure() {
         view.complain("\(failure); monitoring goes on, frames from here on are counted as dropped")

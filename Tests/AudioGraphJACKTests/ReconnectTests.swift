@@ -210,6 +210,75 @@ extension JACKIntegration {
             #expect(tool.waitForExit() == 0, "\(tool.stderr)")
         }
 
+        /// 48 → 44.1 → 48 kHz under graphthru --lowpass 23000: at 44.1 kHz the whole chain runs
+        /// at 44.1 kHz (the mixer's format, set at 48 kHz only for its channel count, follows:
+        /// nothing is converted) and the cutoff comes down to 22050 Hz with a notice; back at
+        /// 48 kHz nothing is converted either and, the low-pass taken out, speech is bit-exact.
+        @Test func graphthruFollowsARateRoundTripWithoutConversions() throws {
+            let name = "audiograph-gt-roundtrip-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let tool = try ToolProcess(["--name", "gt-roundtrip", "--channels", "1", "--reconnect", "--lowpass", "23000",
+                                        "--no-autoconnect"], server: name)
+            #expect(tool.waitFor("mute: off"), "\(tool.stderr)")
+            var offset = 0
+            for (rate, count) in [(44_100, 1), (48_000, 2)] {
+                server.stop()
+                #expect(tool.waitForError("waiting for it to come back", count: count), "\(tool.stderr)")
+                server = try PrivateServer(name: name, sampleRate: rate)
+                #expect(tool.waitFor("sample rate: \(rate) Hz", after: &offset), "\(tool.stdout)")
+                tool.send("dump")
+                #expect(tool.waitFor("node 4: lowPassFilter", after: &offset), "\(tool.stdout)")
+            }
+            let out = tool.stdout
+            #expect(out.contains("graphthru: the JACK server is back: resumed as 'gt-roundtrip'"), "\(out)")
+            #expect(out.components(separatedBy: "graphthru: the low-pass cutoff 23000 Hz is above half the new rate; it is now 22050 Hz").count == 2, "\(out)")
+            #expect(!out.contains("converted") && !out.contains("conversion"), "nothing converted at either rate: \(out)")
+            #expect(out.contains("  node 3: multichannelMixer\n    in 0: 44100 Hz") && out.contains("    out 0: 44100 Hz, 1 ch"), "\(out)")
+            tool.send("lowpass off")
+            #expect(tool.waitFor("low-pass: off", after: &offset), "\(tool.stdout)")
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: name, name: "probe-gtrt", play: speech, captureFrames: speech.count + 8192)
+            probe.connect(probe.outPort, "gt-roundtrip:in_1")
+            probe.connect("gt-roundtrip:out_1", probe.inPort)
+            probe.expectExact(speech, "bit-exact at 48 kHz after the round trip")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
+
+        /// graphrun over 48 → 44.1 → 48 kHz with a file's cutoff of 23000 Hz: clamped to 22050 Hz
+        /// with a notice at 44.1 kHz, not at 48 kHz again (the file's value fits), nothing converted.
+        @Test func graphrunFollowsARateRoundTripAndRefitsItsParameters() throws {
+            let name = "audiograph-grun-roundtrip-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let path = "/tmp/ag-grun-roundtrip-\(getpid()).json"
+            defer { unlink(path) }
+            try """
+            { "name": "grun-roundtrip", "channels": 1,
+              "nodes": [ { "id": "lp", "type": "lowpass", "parameters": { "cutoff": 23000 } } ],
+              "connections": [ { "from": "io", "to": "lp" }, { "from": "lp", "to": "io" } ] }
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+            let tool = try ToolProcess("graphrun", [path, "--reconnect", "--no-autoconnect"], server: name)
+            #expect(tool.waitFor("running"), "\(tool.stdout) \(tool.stderr)")
+            var offset = 0
+            for (rate, count) in [(44_100, 1), (48_000, 2)] {
+                server.stop()
+                #expect(tool.waitForError("waiting for it to come back", count: count), "\(tool.stderr)")
+                server = try PrivateServer(name: name, sampleRate: rate)
+                #expect(tool.waitFor("following the server's new sample rate, \(rate) Hz", after: &offset), "\(tool.stdout)")
+                tool.send("dump")
+                #expect(tool.waitFor("  lp: lowPassFilter", after: &offset), "\(tool.stdout)")
+            }
+            let out = tool.stdout
+            #expect(out.components(separatedBy: "graphrun: above half the new rate, clamped: lp.cutoff 23000 → 22050; the file's next save must stay within 22050 Hz").count == 2,
+                    "clamped once, at 44.1 kHz: \(out)")
+            #expect(!out.contains("converted") && !out.contains("conversion"), "\(out)")
+            #expect(out.contains("  lp: lowPassFilter\n    in 0: 44100 Hz, 1 ch"), "the file's graph ran at 44.1 kHz: \(out)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
+
         /// graphrecord --reconnect goes on in the same file: the speech before the restart is in
         /// it bit for bit, the gap is said and counted, and a 1 kHz tone played after the server
         /// came back at 44.1 kHz is a 1 kHz tone in the 48 kHz file (resampled to the file's

@@ -63,7 +63,9 @@ public final class PrivateServer: @unchecked Sendable {
             jackd \(mode) -n '\(name)' -d dummy -r \(sampleRate) -p \(period) -C 2 -P 2 >'\(log)' 2>&1 & j=$!
             trap 'kill -TERM $j 2>/dev/null; wait $j; exit 0' TERM INT
             trap 'kill -KILL $j 2>/dev/null; wait $j; exit 0' USR1
-            while kill -0 \(getpid()) 2>/dev/null && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
+            # The test process gone or a zombie (kill -0 still succeeds on one): stop jackd.
+            alive() { [ -d /proc/\(getpid()) ] && ! grep -q '^State:[[:space:]]*Z' /proc/\(getpid())/status 2>/dev/null; }
+            while alive && kill -0 $j 2>/dev/null; do sleep 0.2 & wait $!; done
             kill -TERM $j 2>/dev/null; wait $j
             """
         var attributes = posix_spawnattr_t()
@@ -389,8 +391,11 @@ public final class ToolProcess: @unchecked Sendable {
         return false
     }
 
+    /// Writes `line` and a newline to the tool's standard input; nothing when the tool has
+    /// exited (EPIPE is ignored: SIGPIPE would end the whole test process).
     public func send(_ line: String) {
-        stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
+        signal(SIGPIPE, SIG_IGN)
+        try? stdin.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
     }
 
     /// Waits for exit; nil if it did not exit within `timeout` seconds (then it is killed).
