@@ -142,12 +142,29 @@ public final class JACKDriver: @unchecked Sendable {
             if status.rawValue & JackServerFailed.rawValue != 0 {
                 throw .serverNotRunning(server: options.serverName ?? Self.environmentServer)
             }
-            if status.rawValue & JackNameNotUnique.rawValue != 0 {
+            // jack2 answers a taken exact name with JackFailure|JackServerError (0x21), as it
+            // answers a server still shutting down: a look at the clients tells them apart.
+            if status.rawValue & JackNameNotUnique.rawValue != 0 || (options.useExactName && isClientConnected(options)) {
                 throw .invalidClientName(options.clientName, reason: "a client of that name is already connected")
             }
             throw .clientOpenFailed(status: status.rawValue)
         }
         return (client, String(cString: jack_get_client_name(client)))
+    }
+
+    /// Whether a client named `options.clientName` is connected to the server `options` name,
+    /// seen by a short-lived probe client (false when none can be opened). Thread: control thread.
+    static func isClientConnected(_ options: Options) -> Bool {
+        var status = jack_status_t(rawValue: 0)
+        let raw = JackNoStartServer.rawValue | (options.serverName != nil ? JackServerName.rawValue : 0)
+        let opened: OpaquePointer? = options.serverName.withOptionalCString { server in
+            audiograph_jack_client_open("audiograph-probe", jack_options_t(rawValue: raw), &status, server)
+        }
+        guard let probe = opened else { return false }
+        defer { jack_client_close(probe) }
+        guard let uuid = jack_get_uuid_for_client_name(probe, options.clientName) else { return false }
+        jack_free(uuid)
+        return true
     }
 
     /// Records the server's rate and period in `state`, sets the callbacks and registers the

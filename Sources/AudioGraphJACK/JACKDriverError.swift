@@ -1,5 +1,6 @@
 // AudioGraphJACK: the driver's errors — one case per way JACK or the graph can refuse, each described in one actionable line.
 import AudioGraph
+import CJack
 
 /// Why the JACK driver could not do what was asked. Each case's description is one line a user
 /// can act on.
@@ -53,7 +54,11 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
             let flag = name == "default" ? "" : "-n \(name) "
             return "no JACK server named '\(name)' is running; start one with `jackd \(flag)-d alsa` (sound card) or `jackd --no-realtime \(flag)-d dummy -r 48000 -p 256` (no sound card)"
         case .clientOpenFailed(let status):
-            return "the JACK server refused the client (jack_status_t 0x\(String(status, radix: 16))): if the name is taken and too long to make unique, choose another; otherwise check the server with `jack_lsp`"
+            let bits = JACKDriverError.statusNames.filter { status & $0.bit != 0 }.map(\.name).joined(separator: "|")
+            let hint = status & JackServerError.rawValue != 0
+                ? "a server still starting or shutting down answers so: try again, or check it with `jack_lsp`"
+                : "if the name is taken and too long to make unique, choose another; otherwise check the server with `jack_lsp`"
+            return "the JACK server refused the client (jack_status_t 0x\(String(status, radix: 16))\(bits.isEmpty ? "" : ": " + bits)); \(hint)"
         case .invalidClientName(let name, let reason):
             return "invalid JACK client name '\(name)': \(reason)"
         case .portRegistrationFailed(let name):
@@ -82,4 +87,15 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
             return "could not set JACK metadata on '\(port)' (jack_set_property failed; the server's metadata store may be unavailable)"
         }
     }
+
+    /// jack_status_t's bits as jack/types.h names them, for ``clientOpenFailed(status:)``'s text.
+    static let statusNames: [(bit: UInt32, name: String)] = [
+        (JackFailure.rawValue, "JackFailure"), (JackInvalidOption.rawValue, "JackInvalidOption"),
+        (JackNameNotUnique.rawValue, "JackNameNotUnique"), (JackServerStarted.rawValue, "JackServerStarted"),
+        (JackServerFailed.rawValue, "JackServerFailed"), (JackServerError.rawValue, "JackServerError"),
+        (JackNoSuchClient.rawValue, "JackNoSuchClient"), (JackLoadFailure.rawValue, "JackLoadFailure"),
+        (JackInitFailure.rawValue, "JackInitFailure"), (JackShmFailure.rawValue, "JackShmFailure"),
+        (JackVersionError.rawValue, "JackVersionError"), (JackBackendError.rawValue, "JackBackendError"),
+        (JackClientZombie.rawValue, "JackClientZombie"),
+    ]
 }

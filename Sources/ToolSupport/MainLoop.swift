@@ -83,6 +83,9 @@ public final class MainLoop {
     private let input: Input
     /// The last reason a reconnect failed other than "no server", said once until it changes.
     private var reconnectProblem: String?
+    /// The last refusal and how many attempts in a row met it.
+    private var reconnectRefusal: String?
+    private var refusalRepeats = 0
     /// Whether the current interruption was said.
     private var interruptionSaid = false
     private var line: [UInt8] = []
@@ -156,11 +159,15 @@ public final class MainLoop {
             try driver.reconnect()
         } catch {
             if case .serverNotRunning = error { return false }
+            // A server still shutting down (or starting) refuses for a moment: said only when
+            // the same refusal lasts a second (4 attempts), then once until it changes.
             let text = "\(error)"
-            if text != reconnectProblem { complain("cannot reconnect yet: \(text); trying again"); reconnectProblem = text }
+            if text == reconnectRefusal { refusalRepeats += 1 } else { reconnectRefusal = text; refusalRepeats = 1 }
+            if refusalRepeats >= 4, text != reconnectProblem { complain("cannot reconnect yet: \(text); trying again"); reconnectProblem = text }
             return false
         }
         reconnectProblem = nil
+        reconnectRefusal = nil
         interruptionSaid = false
         let seconds = Double(Int((downtime * 100).rounded())) / 100
         let notes = onReconnected()  // connections first: once this is said, the ports are routed

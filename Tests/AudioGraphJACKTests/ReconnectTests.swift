@@ -2,6 +2,7 @@
 import AudioGraph
 import AudioGraphJACK
 import AudioGraphTestSupport
+import CJack
 import Foundation
 import Testing
 
@@ -87,6 +88,15 @@ extension JACKIntegration {
             #expect(driver.isShutDown, "still interrupted after a failed try")
 
             server = try PrivateServer(name: name, period: 128, sampleRate: 44_100)
+            // Another client took the name meanwhile (jack2 answers 0x21, as for a server
+            // still shutting down): the name's error, until that client leaves.
+            var status = jack_status_t(rawValue: 0)
+            let squatter = audiograph_jack_client_open("drv-restart", jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue | JackUseExactName.rawValue),
+                                                       &status, name)
+            #expect(squatter != nil)
+            #expect(throws: JACKDriverError.invalidClientName("drv-restart", reason: "a client of that name is already connected")) { try driver.reconnect() }
+            #expect(driver.isShutDown)
+            if let squatter { jack_client_close(squatter) }
             try driver.reconnect()
             #expect(!driver.isShutDown)
             #expect(driver.clientName == "drv-restart", "the same name")
