@@ -26,10 +26,13 @@ final class JACKRenderState: @unchecked Sendable {
     let shutDown = Atomic<Bool>(false)
     /// Whether the server is freewheeling (the freewheel callback's last word).
     let freewheeling = Atomic<Bool>(false)
+    /// Whether a connection or a port somewhere on the server came or went since the control
+    /// thread last looked (the port-connect and port-registration callbacks set it).
+    let patchbayChanged = Atomic<Bool>(false)
     /// When the shutdown callback ran, CLOCK_MONOTONIC nanoseconds; 0 before.
     let shutdownTime = Atomic<UInt64>(0)
-    /// Becomes readable when a notification is due: the server shut down, or the period, rate or
-    /// freewheel mode changed (a self-pipe: write(2) is safe in a callback). The control thread
+    /// Becomes readable when a notification is due: the server shut down, the period, rate or
+    /// freewheel mode changed, or a port or connection came or went (a self-pipe: write(2) is safe in a callback). The control thread
     /// drains it (``drainNotifications()``).
     let shutdownPipe: (read: Int32, write: Int32)
     /// Reason text from the shutdown callback, NUL-terminated, copied without allocating.
@@ -110,6 +113,8 @@ final class JACKRenderState: @unchecked Sendable {
         jack_set_sample_rate_callback(client, audiographJACKSampleRate, arg)
         jack_set_latency_callback(client, audiographJACKLatency, arg)
         jack_set_freewheel_callback(client, audiographJACKFreewheel, arg)
+        jack_set_port_connect_callback(client, audiographJACKPortConnect, arg)
+        jack_set_port_registration_callback(client, audiographJACKPortRegistration, arg)
         jack_on_info_shutdown(client, audiographJACKShutdown, arg)
     }
 }
@@ -183,6 +188,25 @@ func audiographJACKFreewheel(_ starting: Int32, _ arg: UnsafeMutableRawPointer?)
     guard let arg else { return }
     let s = renderState(arg)
     s.freewheeling.store(starting != 0, ordering: .relaxed)
+    s.notify()
+}
+
+/// Port-connect callback: any connection on the server made or broken. Only flags it and wakes
+/// the control thread, which notes this client's connections (restored after a reconnect).
+/// Thread: JACK's notification thread.
+func audiographJACKPortConnect(_ a: jack_port_id_t, _ b: jack_port_id_t, _ connect: Int32, _ arg: UnsafeMutableRawPointer?) {
+    guard let arg else { return }
+    let s = renderState(arg)
+    s.patchbayChanged.store(true, ordering: .relaxed)
+    s.notify()
+}
+
+/// Port-registration callback: a port registered or gone; a connection waiting for its port may
+/// be made now (flagged for the control thread, as above). Thread: JACK's notification thread.
+func audiographJACKPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ arg: UnsafeMutableRawPointer?) {
+    guard let arg else { return }
+    let s = renderState(arg)
+    s.patchbayChanged.store(true, ordering: .relaxed)
     s.notify()
 }
 

@@ -102,17 +102,63 @@ extension JACKDriver {
         if isShutDown {
             guard !interruptionPosted else { return }
             interruptionPosted = true
+            // The dead client is closed at once, while no server of its name runs: libjack
+            // crashes closing it once a new server of that name has started (measured, 1.9.21).
+            close()
             post(.interruptionBegan(reason: shutdownReason))
             return
         }
+        if state.patchbayChanged.exchange(false, ordering: .relaxed) { notePatchbay() }
         postConfigurationChange()
+    }
+
+    /// The connections a ``reconnect()`` makes again: this client's connections as last seen
+    /// while its server ran (made by this process or by any patchbay: `jack_connect`, qjackctl),
+    /// `(source, destination)` in signal-flow order. Thread: control thread.
+    public var rememberedConnections: [(source: String, destination: String)] { knownConnections }
+
+    /// Connections a ``reconnect()`` could not make yet because a peer's port was not there (its
+    /// client not back yet); each is made when its port appears. Thread: control thread.
+    public var pendingConnections: [(source: String, destination: String)] { awaitedConnections }
+
+    /// After the server reported a change: makes the awaited connections whose ports exist now,
+    /// then notes this client's connections (a snapshot that holds only while the server runs:
+    /// a shutdown under way leaves the last good one). Thread: control thread.
+    private func notePatchbay() {
+        guard let client else { return }
+        if !awaitedConnections.isEmpty {
+            awaitedConnections.removeAll { pair in
+                jack_port_by_name(client, pair.source) != nil && jack_port_by_name(client, pair.destination) != nil
+                    && [0, EEXIST].contains(jack_connect(client, pair.source, pair.destination))
+            }
+        }
+        var seen: [(source: String, destination: String)] = []
+        for port in inputPortNames { seen += connections(ofPort: port).map { ($0, port) } }
+        for port in outputPortNames { seen += connections(ofPort: port).map { (port, $0) } }
+        // A snapshot taken as the server goes away reads every port as unconnected: keep the last good one.
+        guard !isShutDown, jack_port_by_name(client, inputPortNames.first ?? outputPortNames.first ?? "") != nil else { return }
+        knownConnections = seen
+    }
+
+    /// Makes the remembered connections again on a client just reopened; those whose peer is
+    /// not there yet wait in ``pendingConnections``. Thread: control thread.
+    private func restoreConnections() {
+        guard let client else { return }
+        let wanted = knownConnections + awaitedConnections
+        awaitedConnections = []
+        for pair in wanted {
+            let code = jack_connect(client, pair.source, pair.destination)
+            if code != 0 && code != EEXIST && !awaitedConnections.contains(where: { $0 == pair }) { awaitedConnections.append(pair) }
+        }
+        knownConnections = wanted.filter { pair in !awaitedConnections.contains { $0 == pair } }
     }
 
     /// Opens the client again after the server shut down or dropped it, as it was: the same
     /// name (exactly: ``clientName``), the same ports `in_k` and `out_k`, the same callbacks;
     /// the graph follows the new server's rate when it differs (see ``followSampleRate()``)
-    /// and runs again; the counters go on counting. Connections are the caller's to restore
-    /// (the server that had them is gone): ``connect(_:to:timeout:)``, or a tool's routing.
+    /// and runs again; the counters go on counting. The client's connections as last seen
+    /// (``rememberedConnections``: made by this process or any patchbay) are made again; those
+    /// whose peer is not back yet are made when its port appears (``pendingConnections``).
     /// Posts ``Notification/interruptionEnded(downtime:configuration:)`` (after
     /// ``Notification/interruptionBegan(reason:)`` when that was not yet delivered), then
     /// ``Notification/configurationChanged(from:to:)`` when the new server runs otherwise.
@@ -164,6 +210,7 @@ extension JACKDriver {
             let ns = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
             downtime = Double(ns &- wentAway) / 1e9
         }
+        restoreConnections()
         post(.interruptionEnded(downtime: downtime, configuration: configuration))
         postConfigurationChange()
     }

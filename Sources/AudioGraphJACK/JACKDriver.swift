@@ -75,6 +75,12 @@ public final class JACKDriver: @unchecked Sendable {
     var lastConfiguration: Configuration
     /// Whether ``Notification/interruptionBegan(reason:)`` was posted for the current shutdown.
     var interruptionPosted = false
+    /// This client's connections as last seen while the server ran, `(source, destination)`:
+    /// made again by ``reconnect()``. Updated when the server reports a connection change.
+    var knownConnections: [(source: String, destination: String)] = []
+    /// Connections ``reconnect()`` could not make yet (a peer's port not there): made when the
+    /// port registers.
+    var awaitedConnections: [(source: String, destination: String)] = []
     /// This client's ports that carry a pretty name, removed again by ``close()``.
     var prettyNamedPorts: [jack_uuid_t] = []
 

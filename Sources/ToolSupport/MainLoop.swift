@@ -11,8 +11,9 @@ import Glibc
 /// observers hear of an interruption or a new configuration); the server shut down or dropped
 /// the client → without ``reconnects`` says so (``complain``) and returns 1, with it says so
 /// once and then tries `JACKDriver.reconnect()` every 250 ms (a failed `jack_client_open`, no
-/// busy loop) until a server answers, then ``onReconnected`` (the tool restores its
-/// connections); the server's sample rate changed (the driver's callback only records it) →
+/// busy loop) until a server answers (the driver makes the client's earlier connections again,
+/// those to ports not back yet once they appear, and the loop says which wait), then
+/// ``onReconnected`` (the tool restores its --input/--output routing); the server's sample rate changed (the driver's callback only records it) →
 /// `JACKDriver.followSampleRate()` here, then ``onSampleRateFollowed``, or says why it could not
 /// and returns 1 (a reconnect at another rate calls ``onSampleRateFollowed`` too). Then it calls
 /// ``onWake`` (the tool's periodic work: redraw, reload a file, print a level) and sleeps in
@@ -173,6 +174,11 @@ public final class MainLoop {
         let notes = onReconnected()  // connections first: once this is said, the ports are routed
         report("the JACK server is back: resumed as '\(driver.clientName)' after \(seconds) s (\(driver.configuration))")
         for note in notes { report(note) }
+        let pending = driver.pendingConnections
+        if !pending.isEmpty {
+            let list = pending.map { "\($0.source) → \($0.destination)" }.joined(separator: ", ")
+            report("note: \(pending.count) earlier connection(s) wait for their ports to come back: \(list)")
+        }
         if driver.sampleRate != rateBefore { onSampleRateFollowed() }
         return true
     }

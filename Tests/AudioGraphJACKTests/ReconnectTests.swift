@@ -115,6 +115,49 @@ extension JACKIntegration {
             #expect(heard.count == 3, "\(heard)")
         }
 
+        /// Connections made by a patchbay (jack_connect, as a user would) are remembered and made
+        /// again after a restart; one whose peer comes back later is made when its port appears,
+        /// and speech passes bit-exact through the restored connections.
+        @Test func patchbayConnectionsComeBackAfterARestart() throws {
+            let name = "audiograph-patchbay-restart-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let (driver, _, _) = try Self.passThrough(named: "drv-patchbay", on: name, channels: 1)
+            defer { driver.close() }
+            try driver.start()
+            let speech = Speech.load().samples
+            var probe: ProbeClient? = ProbeClient(server: name, name: "probe-pb", play: speech, captureFrames: speech.count + 8192)
+            _ = try run("/usr/bin/jack_connect", ["probe-pb:out", "drv-patchbay:in_1"], server: name)
+            _ = try run("/usr/bin/jack_connect", ["drv-patchbay:out_1", "probe-pb:in"], server: name)
+            let wanted = [("probe-pb:out", "drv-patchbay:in_1"), ("drv-patchbay:out_1", "probe-pb:in")]
+            func has(_ list: [(source: String, destination: String)]) -> Bool {
+                wanted.allSatisfy { pair in list.contains { $0.source == pair.0 && $0.destination == pair.1 } }
+            }
+            #expect(Self.await { driver.dispatchNotifications(); return has(driver.rememberedConnections) }, "\(driver.rememberedConnections)")
+            probe!.expectExact(speech, "bit-exact through the patchbay's connections")
+            probe = nil
+            #expect(Self.await { driver.dispatchNotifications(); return driver.rememberedConnections.isEmpty },
+                    "the probe's leaving is noted: \(driver.rememberedConnections)")
+            probe = ProbeClient(server: name, name: "probe-pb", play: speech, captureFrames: speech.count + 8192)
+            _ = try run("/usr/bin/jack_connect", ["probe-pb:out", "drv-patchbay:in_1"], server: name)
+            _ = try run("/usr/bin/jack_connect", ["drv-patchbay:out_1", "probe-pb:in"], server: name)
+            #expect(Self.await { driver.dispatchNotifications(); return has(driver.rememberedConnections) })
+            // Probes must not outlive their server: this one closes first, and the driver hears
+            // of it only after the shutdown (no dispatch in between), as when both go at once.
+            probe = nil
+            server.stop()
+            #expect(Self.await { driver.isShutDown })
+            driver.dispatchNotifications()  // closes the dead client, before the new server runs
+            server = try PrivateServer(name: name)
+            try driver.reconnect()
+            #expect(has(driver.pendingConnections), "the probe is not back yet: \(driver.pendingConnections)")
+            probe = ProbeClient(server: name, name: "probe-pb", play: speech, captureFrames: speech.count + 8192)
+            #expect(Self.await { driver.dispatchNotifications(); return driver.pendingConnections.isEmpty }, "\(driver.pendingConnections)")
+            #expect(driver.connections(ofPort: "drv-patchbay:in_1") == ["probe-pb:out"])
+            probe!.expectExact(speech, "bit-exact through the restored connections")
+            probe = nil
+        }
+
         /// A new period and freewheeling on and off reach the observers as configuration
         /// changes, in order, each once; the notification pipe wakes a poll for each.
         @Test func periodAndFreewheelChangesArePosted() throws {
