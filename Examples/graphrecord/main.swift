@@ -17,6 +17,7 @@ usage: graphrecord [options] FILE
 Records JACK input to FILE (WAV or FLAC, by its extension) until SIGINT (Ctrl-C), SIGTERM,
 SIGHUP or SIGQUIT, or for --duration seconds, printing every input channel's level once a second.
   in_1…in_N → IO unit → recorder and level meter on the device input
+  out_1…out_N play what comes in, as it comes (to monitor; connected only by you)
 
 options:
   --name NAME         JACK client name (default: graphrecord)

@@ -89,6 +89,8 @@ final class Commands {
         let words = text.trimmingWhitespace().lowercased().split(separator: " ").map(String.init)
         switch (words.first ?? "", words.count > 1 ? words[1] : nil) {
         case ("", _): break
+        case (let command, _) where words.count > 2:
+            view.complain("'\(command)' takes at most one word after it, not '\(words.dropFirst().joined(separator: " "))' (\(lineHelp))")
         case ("mute", nil): setMuted(true)
         case ("unmute", nil): setMuted(false)
         case ("toggle", nil), ("m", nil): setMuted(!monitor.isMuted)

@@ -104,7 +104,10 @@ struct Options {
             switch arg {
             case "--help", "-h": tool.help(usage)
             // The driver is optional: the next argument is it unless it is another option.
-            case "--start-server": o.startServer = arguments.optionalValue() ?? "dummy"
+            case "--start-server":
+                let driver = arguments.optionalValue() ?? "dummy"
+                guard !driver.isEmpty else { tool.fail("--start-server takes a driver name (dummy, alsa, …) or nothing for dummy, not ''", status: ExitStatus.usage) }
+                o.startServer = driver
             case "--muted": o.muted = true
             case "--quiet", "-q": o.quiet = true
             case "--json": o.json = true

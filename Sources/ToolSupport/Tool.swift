@@ -54,9 +54,26 @@ public struct Tool: Sendable {
     /// - Thread: any.
     public func say(_ line: String) { Tool.write(line + "\n") }
 
-    /// Prints `name: message` on stderr: an error or a warning the tool survives.
+    /// Messages longer than this many bytes are cut (a 2 MB argument is not echoed back whole).
+    public static let longestMessage = 4096
+
+    /// Prints `name: message` on stderr: an error or a warning the tool survives (cut to
+    /// ``longestMessage`` bytes).
     /// - Thread: any.
-    public func complain(_ message: String) { Tool.write("\(name): \(message)\n", to: STDERR_FILENO) }
+    public func complain(_ message: String) { Tool.write("\(name): \(Tool.capped(message))\n", to: STDERR_FILENO) }
+
+    /// `message`, or its first ``longestMessage`` bytes (whole characters) and how much was left out.
+    static func capped(_ message: String) -> String {
+        let size = message.utf8.count
+        guard size > longestMessage else { return message }
+        var kept = "", bytes = 0
+        for character in message {
+            bytes += character.utf8.count
+            if bytes > longestMessage { break }
+            kept.append(character)
+        }
+        return kept + "… (\(size - kept.utf8.count) more bytes left out)"
+    }
 
     /// Prints `name: message` on stderr and exits the process with `status`.
     /// - Parameters:

@@ -83,9 +83,12 @@ extension JACKIntegration {
             #expect(tool.waitFor("AudioGraph: 3 node(s), initialized, running"), "\(tool.stdout)")
             #expect(tool.waitFor("multichannelMixer"), "the dump lists the units: \(tool.stdout)")
             tool.send("frobnicate")
+            tool.send("lowpass on off")  // not "on": words left over are refused
             tool.send("status")
             #expect(tool.waitFor("status: ", count: 2))
             #expect(tool.stderr.contains("unknown command 'frobnicate'"), "stderr: \(tool.stderr)")
+            #expect(tool.stderr.contains("'lowpass' takes at most one word after it, not 'on off'"), "stderr: \(tool.stderr)")
+            #expect(tool.stdout.contains("low-pass off, xruns") && !tool.stdout.contains("low-pass: on"), "\(tool.stdout)")
             tool.send("quit")
             #expect(tool.waitForExit() == 0)
         }

@@ -96,6 +96,15 @@ public struct RecordingSettings: Sendable, Equatable {
         info.channels = Int32(channels)
         info.format = sndfileFormat
         guard sf_format_check(&info) == Int32(SF_TRUE) else {
+            // Refused at 48 kHz mono too: the container never holds the sample format, so the
+            // rate and channels are not the reason and are not named.
+            var plain = SF_INFO()
+            plain.samplerate = 48_000
+            plain.channels = 1
+            plain.format = sndfileFormat
+            if sf_format_check(&plain) != Int32(SF_TRUE) {
+                throw .unsupportedSettings("\(fileType.rawValue) cannot hold \(sampleFormat.rawValue) samples, at any rate")
+            }
             throw .unsupportedSettings("\(fileType.rawValue) cannot hold \(sampleFormat.rawValue) samples at \(Int(rate)) Hz, \(channels) ch")
         }
         return info
