@@ -181,7 +181,15 @@ driver.addObserver { notification in
     let missing = UInt64((downtime * Double(fileRate)).rounded())
     tool.say("gap: \(Double(Int((downtime * 100).rounded())) / 100) s (\(missing) frames at \(fileRate) Hz) missing after frame \(recorder.framesWritten) of the file")
 }
-loop.isDone = { recorder.isComplete }
+// A server back at a rate the file's cannot be resampled from would record nothing: the run
+// ends there, with status 1, the file closed holding what it has.
+var unusableRate: String?
+loop.onSampleRateFollowed = {
+    let ratio = Double(fileRate) / Double(driver.sampleRate)
+    guard ratio < 1.0 / 256 || ratio > 256 else { return }
+    unusableRate = "the server runs at \(driver.sampleRate) Hz now, which cannot be resampled to the file's \(fileRate) Hz (the ratio must be within 1/256…256); stopping with the \(recorder.framesWritten) frames the file holds"
+}
+loop.isDone = { recorder.isComplete || unusableRate != nil }
 loop.onWake = {
     if now() >= nextLevel {
         tool.say(levelLine())
@@ -191,6 +199,10 @@ loop.onWake = {
     return duration == nil ? untilLevel : min(untilLevel, 20)
 }
 var status = loop.run()
+if let unusableRate {
+    tool.complain(unusableRate)
+    status = ExitStatus.failure
+}
 
 // 5. The recorder writes the rest and closes the file; then the client closes.
 do throws(RecorderError) {

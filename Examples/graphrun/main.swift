@@ -137,15 +137,21 @@ do {
 let runStatus = RunStatus(json: json, tool: tool, file: filePath, live: live, driver: driver)
 runStatus.say(event: "running", "graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
 
+/// Whether the last version read was refused (then a new server rate, which moves the bounds,
+/// has it read again).
+var lastVersionRefused = false
+
 /// Reads the file again and applies what changed. Errors leave the running graph as it was.
 @MainActor func reload(force: Bool) {
     guard let text = file.changedText(force: force, tool: tool) else { return }
+    lastVersionRefused = true
     let reader = GraphFileReader(file: filePath, text: text, sampleRate: live.sampleRate)
     do {
         let spec = try reader.read()
         let changes = try live.apply(spec, reader: reader)
         driver.recomputeLatency()  // a reshaped node may add or remove a resampling conversion
         runStatus.say(event: "reloaded", "graphrun: reloaded \(filePath): \(changes.description)")
+        lastVersionRefused = false
     } catch {
         tool.complain("\(error); still running the previous version:\n" + live.description)
     }
@@ -179,6 +185,8 @@ loop.onSampleRateFollowed = {
     if !clamped.isEmpty {
         runStatus.say(event: "notice", "graphrun: above half the new rate, clamped: \(clamped.joined(separator: ", ")); the file's next save must stay within \(driver.sampleRate / 2) Hz")
     }
+    // A version refused at the old rate may fit the new one: it is read again.
+    if lastVersionRefused { reload(force: true) }
 }
 let status = loop.run()
 let xruns = driver.xrunCount

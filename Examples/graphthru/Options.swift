@@ -115,6 +115,8 @@ struct Options {
             case "--lowpass":
                 let v = arguments.value(for: arg)
                 guard let hz = Float(v), hz.isFinite, hz > 0 else { tool.fail("--lowpass needs a frequency in Hz, not '\(v)'", status: ExitStatus.usage) }
+                // The top (rate/2) is checked once the server's rate is known; the bottom now.
+                guard hz >= 10 else { tool.fail("--lowpass \(hz) Hz is outside 10…sampleRate/2 Hz (below 10 Hz)", status: ExitStatus.usage) }
                 o.lowpass = hz
             case "--record": o.record = arguments.value(for: arg)
             case "--record-format": o.recordFormat = arguments.sampleFormat(for: arg)

@@ -19,6 +19,10 @@ enum OwnServer {
         guard let driver = options.startServer else { return nil }
         let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) }
         let name = options.client.server ?? (environment?.isEmpty == false ? environment! : "default")
+        // JACKServer's bound: a name jackd can bind a socket for. Past it, a bad option (2).
+        if name.utf8.count > JACKServer.maximumNameLength {
+            tool.fail("--start-server: a server name is 1…\(JACKServer.maximumNameLength) bytes; '\(name.prefix(40))…' has \(name.utf8.count)", status: ExitStatus.usage)
+        }
         do {
             running = try JACKServer(name: name, driver: driver)
         } catch {

@@ -26,6 +26,9 @@ import Glibc
 public final class JACKServer: @unchecked Sendable {
     /// The server's name, as clients give it (`-s NAME`, `$JACK_DEFAULT_SERVER`).
     public let name: String
+    /// The longest name a server of our own is started under, in bytes. (jackd's socket path
+    /// must fit 108 bytes, which limits it further, to about 85: jackd then says it cannot bind.)
+    public static let maximumNameLength = 127
     /// The backend driver, for example "dummy" (no sound card) or "alsa".
     public let driver: String
     private var child: OpaquePointer?
@@ -55,7 +58,9 @@ public final class JACKServer: @unchecked Sendable {
     /// - Thread: control thread; starts processes and a thread, blocks until jackd answers.
     public init(name: String, driver: String = "dummy", sampleRate: Int = 48_000, period: Int = 256,
                 realtime: Bool? = nil) throws(JACKDriverError) {
-        guard !name.isEmpty, name.utf8.count <= 127 else { throw .serverStartFailed(name: name, reason: "a server name is 1…127 bytes") }
+        guard !name.isEmpty, name.utf8.count <= JACKServer.maximumNameLength else {
+            throw .serverStartFailed(name: name, reason: "a server name is 1…\(JACKServer.maximumNameLength) bytes")
+        }
         guard !driver.isEmpty else { throw .serverStartFailed(name: name, reason: "no driver named") }
         guard (0...768_000).contains(sampleRate), (0...8192).contains(period) else {
             throw .serverStartFailed(name: name, reason: "sample rate \(sampleRate) or period \(period) out of range")

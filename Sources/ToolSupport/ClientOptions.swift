@@ -114,12 +114,19 @@ extension MainLoop {
         let routing = options.routing, driver = self.driver
         onReconnected = {
             var notes: [String] = []
-            do {
+            do throws(JACKDriverError) {
                 notes += try routing.connect(driver)
-                try afterConnecting()
             } catch {
-                notes.append("note: could not restore every connection: \(error) (connect with jack_connect or a patchbay)")
+                // A port not back yet that the driver waits for is said with the waiting ones.
+                let awaited: Bool
+                if case .portNotFound(let port) = error {
+                    awaited = driver.pendingConnections.contains { $0.source == port || $0.destination == port }
+                } else {
+                    awaited = false
+                }
+                if !awaited { notes.append("note: could not restore every connection: \(error) (connect with jack_connect or a patchbay)") }
             }
+            do { try afterConnecting() } catch { notes.append("note: could not name the ports again: \(error)") }
             return notes
         }
     }

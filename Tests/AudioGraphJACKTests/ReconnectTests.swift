@@ -307,11 +307,14 @@ extension JACKIntegration {
             defer { server.stop() }
             let path = "/tmp/ag-grun-roundtrip-\(getpid()).json"
             defer { unlink(path) }
-            try """
-            { "name": "grun-roundtrip", "channels": 1,
-              "nodes": [ { "id": "lp", "type": "lowpass", "parameters": { "cutoff": 23000 } } ],
-              "connections": [ { "from": "io", "to": "lp" }, { "from": "lp", "to": "io" } ] }
-            """.write(toFile: path, atomically: true, encoding: .utf8)
+            func file(resonance: Int) -> String {
+                """
+                { "name": "grun-roundtrip", "channels": 1,
+                  "nodes": [ { "id": "lp", "type": "lowpass", "parameters": { "cutoff": 23000, "resonance": \(resonance) } } ],
+                  "connections": [ { "from": "io", "to": "lp" }, { "from": "lp", "to": "io" } ] }
+                """
+            }
+            try file(resonance: 0).write(toFile: path, atomically: true, encoding: .utf8)
             let tool = try ToolProcess("graphrun", [path, "--reconnect", "--no-autoconnect"], server: name)
             #expect(tool.waitFor("running"), "\(tool.stdout) \(tool.stderr)")
             var offset = 0
@@ -322,7 +325,14 @@ extension JACKIntegration {
                 #expect(tool.waitFor("following the server's new sample rate, \(rate) Hz", after: &offset), "\(tool.stdout)")
                 tool.send("dump")
                 #expect(tool.waitFor("  lp: lowPassFilter", after: &offset), "\(tool.stdout)")
+                if rate == 44_100 {
+                    // A save at 44.1 kHz that keeps the file's 23000 Hz is refused there…
+                    try file(resonance: 3).write(toFile: path, atomically: true, encoding: .utf8)
+                    #expect(tool.waitForError("still running the previous version"), "\(tool.stderr)")
+                }
             }
+            // …and applied once the rate allows it, without another save.
+            #expect(tool.waitFor("reloaded \(path): 1 parameter changed (lp.resonance 0 → 3)"), "\(tool.stdout)")
             let out = tool.stdout
             #expect(out.components(separatedBy: "graphrun: above half the new rate, clamped: lp.cutoff 23000 → 22050; the file's next save must stay within 22050 Hz").count == 2,
                     "clamped once, at 44.1 kHz: \(out)")
@@ -330,6 +340,27 @@ extension JACKIntegration {
             #expect(out.contains("  lp: lowPassFilter\n    in 0: 44100 Hz, 1 ch"), "the file's graph ran at 44.1 kHz: \(out)")
             tool.send("quit")
             #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
+
+        /// A server back at a rate the file's cannot be resampled from (1000 Hz from 384 kHz:
+        /// a ratio past 256) would record nothing: graphrecord stops, says why, exits 1, and the
+        /// file holds what was recorded before.
+        @Test func graphrecordStopsWhenTheNewRateCannotBeResampled() throws {
+            let name = "audiograph-grec-ratio-\(getpid())"
+            var server = try PrivateServer(name: name)
+            defer { server.stop() }
+            let path = "/tmp/ag-grec-ratio-\(getpid()).wav"
+            defer { unlink(path) }
+            let tool = try ToolProcess("graphrecord", ["--name", "grec-ratio", "--channels", "1", "--rate", "1000", "--reconnect", path], server: name)
+            #expect(tool.waitFor("recording"), "\(tool.stdout) \(tool.stderr)")
+            #expect(tool.waitFor("frames written"), "\(tool.stdout)")
+            server.stop()
+            #expect(tool.waitForError("waiting for it to come back"), "\(tool.stderr)")
+            server = try PrivateServer(name: name, sampleRate: 384_000)
+            #expect(tool.waitForExit(timeout: 15) == 1, "\(tool.stdout) \(tool.stderr)")
+            #expect(tool.stderr.contains("the server runs at 384000 Hz now, which cannot be resampled to the file's 1000 Hz"), "\(tool.stderr)")
+            let frames = try #require(Int(try run("/usr/bin/soxi", ["-s", path], server: name).trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(frames > 0, "the frames recorded before the restart are in the file")
         }
 
         /// graphrecord --reconnect goes on in the same file: the speech before the restart is in
