@@ -60,7 +60,7 @@ public enum JACKDriverError: Error, Sendable, Equatable, CustomStringConvertible
                 : "if the name is taken and too long to make unique, choose another; otherwise check the server with `jack_lsp`"
             return "the JACK server refused the client (jack_status_t 0x\(String(status, radix: 16))\(bits.isEmpty ? "" : ": " + bits)); \(hint)"
         case .invalidClientName(let name, let reason):
-            return "invalid JACK client name '\(name)': \(reason)"
+            return "the JACK client name '\(name)' cannot be used: \(reason)"
         case .portRegistrationFailed(let name):
             return "could not register JACK port '\(name)'"
         case .activationFailed:
