@@ -16,9 +16,7 @@ Monitors JACK input through an AudioGraph to JACK output, with a click-free mute
 options:
   --name NAME         JACK client name (default: graphthru)
   --server NAME       JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
-  --start-server [DRIVER]
-                      start that server as a jackd child process (DRIVER "dummy" by default,
-                      "alsa" for a sound card; 48 kHz, period 256) and stop it on exit
+\(ServerStartOptions.usage)
   --channels N        input and output channels, 1…64 (default: 2)
   --no-autoconnect    do not connect to the physical capture/playback ports
   --input PORT        connect PORT to the next in_k instead of physical capture (repeatable);
@@ -86,8 +84,8 @@ struct Options {
     var quiet = false
     /// --json: JSON lines on stdout instead of the status area or plain lines.
     var json = false
-    /// The driver of a server to start (a child jackd), or nil to join a running one.
-    var startServer: String?
+    /// A server to start (a child jackd: --start-server, --net-*), or none to join a running one.
+    var server = ServerStartOptions()
     var record: String?
     var recordFormat: RecordingSettings.SampleFormat?
     var dump = false
@@ -100,14 +98,9 @@ struct Options {
         var o = Options()
         var arguments = Arguments(tool: tool)
         while let arg = arguments.next() {
-            if o.client.parse(arg, from: &arguments) { continue }
+            if o.client.parse(arg, from: &arguments) || o.server.parse(arg, from: &arguments) { continue }
             switch arg {
             case "--help", "-h": tool.help(usage)
-            // The driver is optional: the next argument is it unless it is another option.
-            case "--start-server":
-                let driver = arguments.optionalValue() ?? "dummy"
-                guard !driver.isEmpty else { tool.fail("--start-server takes a driver name (dummy, alsa, …) or nothing for dummy, not ''", status: ExitStatus.usage) }
-                o.startServer = driver
             case "--muted": o.muted = true
             case "--quiet", "-q": o.quiet = true
             case "--json": o.json = true
@@ -130,6 +123,7 @@ struct Options {
             default: arguments.unknown(arg)
             }
         }
+        o.server.check(tool: tool)
         if o.recordFormat != nil && o.record == nil { tool.fail("--record-format needs --record FILE", status: ExitStatus.usage) }
         let channels = o.client.channels == 1 ? "1 channel" : "\(o.client.channels) channels"
         for (flag, given) in [("--input", o.client.routing.inputs), ("--output", o.client.routing.outputs)] where given.count > o.client.channels {

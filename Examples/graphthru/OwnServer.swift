@@ -12,23 +12,12 @@ enum OwnServer {
     // SAFETY: set once on the main thread before the atexit handler (which captures nothing) can read it.
     nonisolated(unsafe) private static var running: JACKServer?
 
-    /// Starts the server `options` asks for, under the name asked for (else
-    /// `$JACK_DEFAULT_SERVER`, else "default"), and points the client at it; nil when none is
-    /// asked for. Exits 1 when it cannot start (a server of that name runs, jackd is missing, no such driver).
+    /// Starts the server `options` asks for (see `ServerStartOptions.start`) and points the
+    /// client at it; nil when none is asked for. Exits 1 when it cannot start (a server of that
+    /// name runs, jackd is missing, no such driver, no netjack2 master answered).
     static func start(for options: inout Options, tool: Tool) -> JACKServer? {
-        guard let driver = options.startServer else { return nil }
-        let environment = getenv("JACK_DEFAULT_SERVER").map { String(cString: $0) }
-        let name = options.client.server ?? (environment?.isEmpty == false ? environment! : "default")
-        // JACKServer's bound: a name jackd can bind a socket for. Past it, a bad option (2).
-        if name.utf8.count > JACKServer.maximumNameLength {
-            tool.fail("--start-server: a server name is 1…\(JACKServer.maximumNameLength) bytes; '\(name.prefix(40))…' has \(name.utf8.count)", status: ExitStatus.usage)
-        }
-        do {
-            running = try JACKServer(name: name, driver: driver)
-        } catch {
-            tool.fail("\(error)")
-        }
-        options.client.server = name
+        guard let server = options.server.start(for: &options.client, tool: tool) else { return nil }
+        running = server
         atexit { OwnServer.running?.stop() }
         return running
     }

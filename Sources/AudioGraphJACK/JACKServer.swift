@@ -33,7 +33,7 @@ public final class JACKServer: @unchecked Sendable {
     public let driver: String
     private var child: OpaquePointer?
 
-    /// How long ``init(name:driver:sampleRate:period:realtime:)`` waits for jackd to answer, in seconds.
+    /// How long ``init(name:driver:sampleRate:period:realtime:driverArguments:)`` waits for jackd to answer, in seconds.
     static let startTimeout = 10.0
     /// How long ``stop()`` gives jackd after SIGTERM before SIGKILL, then after SIGKILL, in milliseconds.
     static let stopGrace: (term: Int32, kill: Int32) = (3000, 2000)
@@ -51,13 +51,16 @@ public final class JACKServer: @unchecked Sendable {
     ///   - realtime: ask for real-time scheduling (`-R`; jack2 falls back to normal scheduling
     ///     when it is not permitted) or not (`--no-realtime`). Default: on for real drivers,
     ///     off for "dummy".
+    ///   - driverArguments: further options for the driver, after `-d DRIVER` and the rate and
+    ///     period (for example `["-C", "4"]`), passed as they are; jackd refuses what the driver
+    ///     does not take (then this throws with jackd's reason).
     /// - Throws: ``JACKDriverError/serverStartFailed(name:reason:)`` — a server of that name
     ///   already runs, `jackd` is not on `PATH`, or jackd exited before it answered (the reason
     ///   is jackd's own last line: no such driver, the device is busy, "too many servers
     ///   already active", …) or did not answer within 10 s. Nothing is left running then.
     /// - Thread: control thread; starts processes and a thread, blocks until jackd answers.
     public init(name: String, driver: String = "dummy", sampleRate: Int = 48_000, period: Int = 256,
-                realtime: Bool? = nil) throws(JACKDriverError) {
+                realtime: Bool? = nil, driverArguments: [String] = []) throws(JACKDriverError) {
         guard !name.isEmpty, name.utf8.count <= JACKServer.maximumNameLength else {
             throw .serverStartFailed(name: name, reason: "a server name is 1…\(JACKServer.maximumNameLength) bytes")
         }
@@ -76,6 +79,7 @@ public final class JACKServer: @unchecked Sendable {
             if sampleRate != 0 && accepted.contains("--rate") { arguments += ["--rate", String(sampleRate)] }
             if period != 0 && accepted.contains("--period") { arguments += ["--period", String(period)] }
         }
+        arguments += driverArguments
         let (spawned, error) = JACKServer.spawn(arguments, forward: JACKServer.verbose ? STDERR_FILENO : -1)
         guard let child = spawned else {
             throw .serverStartFailed(name: name, reason: error == ENOENT ? "jackd is not on PATH (install jackd2)"
@@ -139,6 +143,125 @@ public final class JACKServer: @unchecked Sendable {
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
         guard let client = audiograph_jack_client_open("audiograph-probe", options, &status, name) else { return false }
         jack_client_close(client)
+        return true
+    }
+
+    // MARK: - A netjack2 slave
+
+    /// How a server of our own joins a netjack2 master as a slave (jack2's `net` backend,
+    /// `jackd -d net`): where the master's `netmanager` listens, how many audio channels go
+    /// each way, and the network latency. The master sets the rate and the period.
+    public struct NetSlave: Sendable, Equatable {
+        /// The master's IPv4 address (dotted quad), or a multicast address (jack2's default,
+        /// 225.3.19.154, finds a master on the local network). A host name is resolved by
+        /// ``resolving(host:port:)``.
+        public var address: String
+        /// The UDP port the master's netmanager listens on, 1…65535 (jack2's default: 19000).
+        public var port: Int = 19_000
+        /// Audio channels from the master into this server's `system:capture_N` ports, 0…256,
+        /// or nil for as many as the master has physical capture ports (`-C -1`).
+        public var captureChannels: Int?
+        /// Audio channels from this server's `system:playback_N` ports back to the master,
+        /// 0…256, or nil for as many as the master has physical playback ports (`-P -1`).
+        public var playbackChannels: Int?
+        /// The network latency in periods, 0…30 (`-l`; jack2's default: 5), or nil for jack2's.
+        /// The master receives what the slave sent that many periods later; it appears in the
+        /// slave's port latency ranges.
+        public var latency: Int?
+        /// The slave's client name on the master (its ports there are `NAME:to_slave_N` and
+        /// `NAME:from_slave_N`), or nil for jack2's default (the host name).
+        public var clientName: String?
+
+        /// The master's address and port; channels, latency and name left to jack2.
+        public init(address: String, port: Int = 19_000) {
+            self.address = address
+            self.port = port
+        }
+
+        /// The bound of ``latency`` (jack2's "network latency is limited to 30").
+        public static let latencyRange = 0...30
+        /// The bound of the channel counts (jack2's net driver allocates at most 256 ports each way).
+        public static let channelRange = 0...256
+
+        /// `host` (an IPv4 address or a name, resolved to its first IPv4 address) and `port`;
+        /// nil when the name does not resolve. Thread: any; may block on DNS.
+        public static func resolving(host: String, port: Int = 19_000) -> NetSlave? {
+            var hints = addrinfo()
+            hints.ai_family = AF_INET
+            hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+            var found: UnsafeMutablePointer<addrinfo>?
+            guard !host.isEmpty, getaddrinfo(host, nil, &hints, &found) == 0, let first = found else { return nil }
+            defer { freeaddrinfo(found) }
+            guard let raw = first.pointee.ai_addr else { return nil }
+            var address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            guard inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil else { return nil }
+            return NetSlave(address: String(cString: text), port: port)
+        }
+
+        /// The `net` driver's options: `-a ADDRESS -p PORT [-C N] [-P N] [-l N] [-n NAME]`.
+        public var driverArguments: [String] {
+            var arguments = ["-a", address, "-p", String(port)]
+            if let captureChannels { arguments += ["-C", String(captureChannels)] }
+            if let playbackChannels { arguments += ["-P", String(playbackChannels)] }
+            if let latency { arguments += ["-l", String(latency)] }
+            if let clientName { arguments += ["-n", clientName] }
+            return arguments
+        }
+
+        /// Why these options cannot work, or nil: a port outside 1…65535, channels outside
+        /// 0…256, a latency outside 0…30, an empty or over-long client name.
+        public var problem: String? {
+            if !(1...65_535).contains(port) { return "UDP port \(port) is outside 1…65535" }
+            for (what, count) in [("capture", captureChannels), ("playback", playbackChannels)] {
+                if let count, !NetSlave.channelRange.contains(count) { return "\(count) \(what) channels is outside 0…256" }
+            }
+            if let latency, !NetSlave.latencyRange.contains(latency) { return "a network latency of \(latency) periods is outside 0…30" }
+            if let clientName, let why = JACKDriver.problem(withClientName: clientName) { return "client name '\(clientName)': \(why)" }
+            return nil
+        }
+    }
+
+    /// Starts `jackd -n NAME -d net -a ADDRESS -p PORT …` (see ``NetSlave``) and waits until
+    /// the link to the master is up: the server answers at once, but its `system:` ports
+    /// appear only once the master's netmanager has answered (polled every 50 ms, up to 10 s).
+    /// The rate and period are the master's.
+    /// - Parameters:
+    ///   - name: server name, as for ``init(name:driver:sampleRate:period:realtime:driverArguments:)``.
+    ///   - net: where the master is, channels, latency, name on the master.
+    ///   - realtime: as for the other initializer (default: on).
+    /// - Throws: ``JACKDriverError/serverStartFailed(name:reason:)`` — bad ``NetSlave``
+    ///   options, any reason the other initializer has, or no master answered within 10 s (the
+    ///   reason says how to load netmanager there). Nothing is left running then.
+    /// - Thread: control thread; blocks until the link is up.
+    public convenience init(name: String, net: NetSlave, realtime: Bool? = nil) throws(JACKDriverError) {
+        if let problem = net.problem { throw .serverStartFailed(name: name, reason: "netjack2: \(problem)") }
+        try self.init(name: name, driver: "net", sampleRate: 0, period: 0, realtime: realtime, driverArguments: net.driverArguments)
+        var clock = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &clock)
+        let deadline = Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9 + JACKServer.startTimeout
+        while !JACKServer.hasPorts(name, matching: "^system:") {
+            clock_gettime(CLOCK_MONOTONIC, &clock)
+            if !isRunning || Double(clock.tv_sec) + Double(clock.tv_nsec) / 1e9 >= deadline {
+                let last = child.flatMap { JACKServer.lastLine($0) }
+                stop()
+                throw .serverStartFailed(name: name, reason: "no netjack2 master answered at \(net.address):\(net.port) within \(Int(JACKServer.startTimeout)) s"
+                                         + " (on the master: jack_load netmanager -i \"-a \(net.address) -p \(net.port)\")"
+                                         + (last.map { "; jackd's last words: \($0)" } ?? ""))
+            }
+            usleep(50_000)
+        }
+    }
+
+    /// Whether server `name` has a port whose name matches `pattern` (a `jack_get_ports`
+    /// regular expression), seen by a probe client. Thread: control thread.
+    static func hasPorts(_ name: String, matching pattern: String) -> Bool {
+        var status = jack_status_t(rawValue: 0)
+        let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
+        guard let client = audiograph_jack_client_open("audiograph-probe", options, &status, name) else { return false }
+        defer { jack_client_close(client) }
+        guard let list = jack_get_ports(client, pattern, nil, 0) else { return false }
+        jack_free(UnsafeMutableRawPointer(mutating: list))
         return true
     }
 
