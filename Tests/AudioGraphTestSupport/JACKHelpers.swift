@@ -39,7 +39,8 @@ public enum TestServer {
     }
 }
 
-/// A jackd process with the dummy driver (48 kHz and period 256 unless told), 2 capture and 2 playback ports.
+/// A jackd process with the dummy driver (48 kHz and period 256 unless told), 2 capture and 2
+/// playback ports, or with the driver and options given (`["net", "-a", "127.0.0.1", …]`).
 // SAFETY (@unchecked Sendable): constants, and whether the server exited behind a Mutex.
 public final class PrivateServer: @unchecked Sendable {
     public let name: String
@@ -53,14 +54,16 @@ public final class PrivateServer: @unchecked Sendable {
     /// crashed or killed test run must not leave servers behind: jack2 allows 8 per machine).
     /// The watchdog is started with posix_spawn and an empty signal mask: the test runner's
     /// threads block signals, and a child inheriting that mask could never be stopped.
-    public init(name: String, period: Int = 256, sampleRate: Int = 48_000) throws {
+    public init(name: String, period: Int = 256, sampleRate: Int = 48_000, driver: [String]? = nil) throws {
         self.name = name
+        let driverWords = (driver ?? ["dummy", "-r", String(sampleRate), "-p", String(period), "-C", "2", "-P", "2"])
+            .map { "'\($0)'" }.joined(separator: " ")
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("jackd-\(name).log").path
         // Real-time scheduling where the machine grants it (jackd falls back by itself where it
         // does not), as for the shared test server: without it a busy 2-core machine makes xruns.
         let mode = ProcessInfo.processInfo.environment["AUDIOGRAPH_TEST_JACKD_REALTIME"] == "0" ? "--no-realtime" : "-R"
         let script = """
-            jackd \(mode) -n '\(name)' -d dummy -r \(sampleRate) -p \(period) -C 2 -P 2 >'\(log)' 2>&1 & j=$!
+            jackd \(mode) -n '\(name)' -d \(driverWords) >'\(log)' 2>&1 & j=$!
             trap 'kill -TERM $j 2>/dev/null; wait $j; exit 0' TERM INT
             trap 'kill -KILL $j 2>/dev/null; wait $j; exit 0' USR1
             # The test process gone or a zombie (kill -0 still succeeds on one): stop jackd.
@@ -104,6 +107,100 @@ public final class PrivateServer: @unchecked Sendable {
     }
 
     public func stop() { kill(signal: SIGTERM) }
+
+    /// Whether jackd still runs (false once it exited, by itself or stopped).
+    public var isRunning: Bool { exited.withLock { !$0 } && waitpid(pid, nil, WNOHANG) == 0 }
+}
+
+/// A netjack2 link on loopback, as shared/REFERENCE.md sets one up: a master jackd (dummy
+/// driver, a private name), `jack_load netmanager` on it listening on a free UDP port of
+/// 127.0.0.1, and, when asked, a slave jackd with the `net` backend pointed at it. The master
+/// then has `SLAVE:to_slave_N` (into the slave's `system:capture_N`) and `SLAVE:from_slave_N`
+/// (out of its `system:playback_N`). Servers are stopped by process id when the link goes.
+public final class NetLink {
+    public let master: PrivateServer
+    /// The UDP port the master's netmanager listens on.
+    public let port: Int
+    public private(set) var slave: PrivateServer?
+    /// The slave's client name on the master.
+    public let slaveClient: String
+
+    public struct Failure: Error, CustomStringConvertible { public let description: String }
+
+    /// Starts the master (and netmanager) and, with `slave` true, a slave with `channels`
+    /// each way and `latency` periods of network latency.
+    public init(tag: String, slave startSlave: Bool = true, channels: Int = 2, latency: Int = 2) throws {
+        master = try PrivateServer(name: "ag-net-master-\(tag)-\(getpid())")
+        port = NetLink.freeUDPPort()
+        slaveClient = "ag-slave-\(tag)"
+        let load = Process()
+        load.executableURL = URL(fileURLWithPath: "/usr/bin/jack_load")
+        load.arguments = ["-s", master.name, "-i", "-a 127.0.0.1 -p \(port)", "netmanager"]
+        load.standardOutput = FileHandle.nullDevice
+        load.standardError = FileHandle.nullDevice
+        try load.run()
+        load.waitUntilExit()
+        guard load.terminationStatus == 0 else { throw Failure(description: "jack_load netmanager on \(master.name) exited \(load.terminationStatus)") }
+        if startSlave { try self.startSlave(channels: channels, latency: latency) }
+    }
+
+    /// Starts the slave jackd (`-d net -a 127.0.0.1 -p PORT -n SLAVE -C N -P N -l L`) and
+    /// waits until the link is up: its `system:` ports and the master's `SLAVE:` ports exist.
+    public func startSlave(channels: Int = 2, latency: Int = 2) throws {
+        let server = try PrivateServer(name: "ag-net-slave-\(slaveClient)-\(getpid())",
+                                       driver: ["net", "-a", "127.0.0.1", "-p", String(port), "-n", slaveClient,
+                                                "-C", String(channels), "-P", String(channels), "-l", String(latency)])
+        slave = server
+        guard NetLink.waitForPort("system:playback_1", on: server.name), NetLink.waitForPort("\(slaveClient):from_slave_1", on: master.name) else {
+            throw Failure(description: "the netjack2 link \(master.name) ↔ \(server.name) on UDP \(port) did not come up within 20 s")
+        }
+    }
+
+    /// Waits up to `seconds` for `port` to exist on `server`.
+    public static func waitForPort(_ port: String, on server: String, seconds: Double = 20) -> Bool {
+        var status = jack_status_t(rawValue: 0)
+        let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
+        guard let client = audiograph_jack_client_open("probe-port-wait", options, &status, server) else { return false }
+        defer { jack_client_close(client) }
+        let deadline = Date().addingTimeInterval(seconds)
+        while jack_port_by_name(client, port) == nil {
+            if Date() >= deadline { return false }
+            usleep(20_000)
+        }
+        return true
+    }
+
+    /// A UDP port of 127.0.0.1 that nothing listens on now (the kernel's choice for port 0).
+    public static func freeUDPPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A port's latency range (`jack_port_get_latency_range`) on `server`, in frames: capture
+    /// (how long ago its samples entered the graph) or playback (how long until they leave it).
+    public static func latency(of port: String, on server: String, capture: Bool) -> (min: Int, max: Int)? {
+        var status = jack_status_t(rawValue: 0)
+        let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
+        guard let client = audiograph_jack_client_open("probe-latency", options, &status, server) else { return nil }
+        defer { jack_client_close(client) }
+        guard let handle = jack_port_by_name(client, port) else { return nil }
+        var range = jack_latency_range_t()
+        jack_port_get_latency_range(handle, capture ? JackCaptureLatency : JackPlaybackLatency, &range)
+        return (Int(range.min), Int(range.max))
+    }
+
+    deinit {
+        slave?.stop()
+        master.stop()
+    }
 }
 
 /// Real recorded speech from alsa-utils, read with libsndfile as Float32 in −1…1.
