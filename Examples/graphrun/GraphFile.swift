@@ -86,11 +86,16 @@ struct NodeSpec: Equatable {
     var line: Int
     /// An LV2 node's plugin state (the LV2 state extension), restored into its unit when made.
     var state: PluginState? = nil
+    /// The "servers" entry the node runs on (its "server" field), or nil for io's (the first).
+    var server: String? = nil
+    /// Each output element's channel count, as a unit of this shape makes them (what a
+    /// connection from it that crosses servers carries).
+    var outputChannels: [Int] = []
 
     /// Whether `other` needs a new unit (type, element count, format or plugin state differ)
     /// rather than new parameter values. A changed state makes a new unit: LV2's restore() may
     /// not run beside the rendering instance's run().
-    func sameShape(as other: NodeSpec) -> Bool { type == other.type && shape == other.shape && state == other.state }
+    func sameShape(as other: NodeSpec) -> Bool { type == other.type && shape == other.shape && state == other.state && server == other.server }
 
     static func == (a: NodeSpec, b: NodeSpec) -> Bool {
         a.id == b.id && a.sameShape(as: b) && a.parameters == b.parameters && a.inputParameters == b.inputParameters
@@ -106,8 +111,23 @@ struct ConnectionSpec: Hashable {
     var toElement: AudioUnitElement
 }
 
+/// One entry of a graph file's "servers": a JACK server a part of the graph runs on.
+struct ServerSpec: Equatable {
+    /// The entry's name, as nodes' "server" fields give it.
+    var name: String
+    /// The JACK server to join ("jack"), or nil for the usual one (--server, else
+    /// `$JACK_DEFAULT_SERVER`, else "default"; the first entry's default).
+    var jack: String?
+    /// For a netjack2 slave of the first entry's server: the slave's client name on the master
+    /// ("net"), or nil to find the one link there.
+    var net: String?
+    var line: Int
+}
+
 /// A whole graph file.
 struct GraphSpec: Equatable {
+    /// "servers", in the file's order (io runs on the first); empty when the file has none.
+    var servers: [ServerSpec] = []
     var name: String?
     var channels: Int
     var nodes: [NodeSpec]
@@ -118,9 +138,16 @@ struct GraphSpec: Equatable {
     var connectionsLine: Int
     /// Line of the "channels" key (or 1).
     var channelsLine: Int
+    /// For one part of a split graph (SplitGraph.swift): each node's and connection's index in
+    /// the file, for errors that name the file's entry; nil for the whole file.
+    var nodeFileIndices: [Int]? = nil
+    var connectionFileIndices: [Int]? = nil
+
+    func fileIndex(ofNode index: Int) -> Int { nodeFileIndices?[index] ?? index }
+    func fileIndex(ofConnection index: Int) -> Int { connectionFileIndices?[index] ?? index }
 
     static func == (a: GraphSpec, b: GraphSpec) -> Bool {
-        a.name == b.name && a.channels == b.channels && a.nodes == b.nodes && a.connections == b.connections
+        a.name == b.name && a.channels == b.channels && a.nodes == b.nodes && a.connections == b.connections && a.servers == b.servers
     }
 }
 
@@ -133,7 +160,7 @@ struct GraphFileError: Error, CustomStringConvertible {
     var field: String
     var message: String
     var description: String {
-        "\(file):\(line):\(column.map { "\($0):" } ?? "") \(field.isEmpty ? "" : field + ": ")\(message)"
+        "\(file):\(line > 0 ? "\(line):" : "")\(column.map { "\($0):" } ?? "") \(field.isEmpty ? "" : field + ": ")\(message)"
     }
 }
 
@@ -189,7 +216,8 @@ struct GraphFileReader {
             throw GraphFileError(file: file, line: line, column: column, field: "", message: "not valid JSON: \(detail)")
         }
         guard let object = root as? [String: Any] else { throw error([], "the file must hold one JSON object") }
-        try checkKeys(object, [], allowed: ["name", "channels", "nodes", "connections", "comment"])
+        try checkKeys(object, [], allowed: ["name", "channels", "nodes", "connections", "comment", "servers"])
+        let servers = try readServers(object["servers"])
 
         var name: String?
         if let value = object["name"] {
@@ -203,7 +231,7 @@ struct GraphFileReader {
         var ids: Set<String> = ["io"]
         for (index, item) in nodeList.enumerated() {
             let path: [JSONPathStep] = [.key("nodes"), .index(index)]
-            let node = try readNode(item, path, channels: channels)
+            let node = try readNode(item, path, channels: channels, servers: servers)
             guard ids.insert(node.id).inserted else {
                 throw error(path + [.key("id")], node.id == "io" ? "\"io\" is the IO unit's name; choose another id" : "id \"\(node.id)\" is used twice")
             }
@@ -238,7 +266,7 @@ struct GraphFileReader {
             let c = connections[index]
             throw error([.key("connections"), .index(index)], "\(c.from) → \(c.to) closes a cycle; a graph may not feed a unit its own output")
         }
-        return GraphSpec(name: name, channels: channels, nodes: nodes, connections: connections, connectionLines: lines,
+        return GraphSpec(servers: servers, name: name, channels: channels, nodes: nodes, connections: connections, connectionLines: lines,
                          connectionsLine: locator.line(of: [.key("connections")]), channelsLine: locator.line(of: [.key("channels")]))
     }
 
@@ -314,7 +342,45 @@ struct GraphFileReader {
         return i
     }
 
-    private func readNode(_ item: Any, _ path: [JSONPathStep], channels: Int) throws(GraphFileError) -> NodeSpec {
+    /// "servers": `{"here": {}, "far": {"jack": "SLAVE", "net": "CLIENT"}}`, ordered as the
+    /// file writes them (io runs on the first). Empty when absent.
+    private func readServers(_ value: Any?) throws(GraphFileError) -> [ServerSpec] {
+        guard let value else { return [] }
+        let path: [JSONPathStep] = [.key("servers")]
+        guard let object = value as? [String: Any], !object.isEmpty else {
+            throw error(path, "must be an object of named servers, io's first: {\"here\": {}, \"far\": {\"jack\": \"SLAVE-SERVER-NAME\"}}")
+        }
+        var servers: [ServerSpec] = []
+        // JSONSerialization keeps no order: the file's is the keys' offsets.
+        for name in object.keys.sorted(by: { locator.offset(of: path + [.key($0)]) < locator.offset(of: path + [.key($1)]) }) {
+            let at = path + [.key(name)]
+            guard !name.isEmpty, !name.contains(":") else { throw error(at, "a server's name must be non-empty, without ':'") }
+            guard let entry = object[name] as? [String: Any] else { throw error(at, "must be an object: {} or {\"jack\": \"SERVER\"}") }
+            try checkKeys(entry, at, allowed: ["jack", "net", "comment"])
+            var jack: String?, net: String?
+            if let value = entry["jack"] {
+                guard let text = value as? String, !text.isEmpty, text.utf8.count <= 255 else { throw error(at + [.key("jack")], "must be a JACK server's name (1…255 bytes)") }
+                jack = text
+            }
+            if let value = entry["net"] {
+                guard let text = value as? String, !text.isEmpty, !text.contains(":") else { throw error(at + [.key("net")], "must be the netjack2 slave's client name on the master (its -n), without ':'") }
+                net = text
+            }
+            servers.append(ServerSpec(name: name, jack: jack, net: net, line: locator.line(of: at)))
+        }
+        if servers[0].net != nil { throw error(path + [.key(servers[0].name), .key("net")], "the first server runs io and is the netjack2 master: \"net\" names a slave's link") }
+        var jackNames: [String: String] = [:]
+        for server in servers {
+            let jack = server.jack ?? ""
+            if let other = jackNames[jack] {
+                throw error(path + [.key(server.name)], "\"\(server.name)\" joins the same JACK server as \"\(other)\"\(jack.isEmpty ? " (the usual one)" : " (\(jack))"); give each entry its own \"jack\"")
+            }
+            jackNames[jack] = server.name
+        }
+        return servers
+    }
+
+    private func readNode(_ item: Any, _ path: [JSONPathStep], channels: Int, servers: [ServerSpec]) throws(GraphFileError) -> NodeSpec {
         guard let o = item as? [String: Any] else { throw error(path, "must be an object {\"id\": …, \"type\": …}") }
         guard let id = o["id"] as? String, !id.isEmpty, !id.contains(":") else {
             throw error(path + [.key("id")], "must be a non-empty string without ':'")
@@ -322,7 +388,16 @@ struct GraphFileReader {
         guard let typeName = o["type"] as? String, let type = NodeType(rawValue: typeName) else {
             throw error(path + [.key("type")], "must be one of: \(NodeType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        try checkKeys(o, path, allowed: Set(["id", "type", "parameters", "comment"] + type.fields.map(\.name)
+        var server: String?
+        if let value = o["server"] {
+            guard !servers.isEmpty else { throw error(path + [.key("server")], "names a server, but the file lists none (add \"servers\": {\"here\": {}, \"far\": {\"jack\": …}})") }
+            guard let text = value as? String, servers.contains(where: { $0.name == text }) else {
+                throw error(path + [.key("server")], "must be one of the file's servers: \(servers.map(\.name).joined(separator: ", "))")
+            }
+            // io's server is where a node runs without one: the same node, written either way.
+            server = text == servers[0].name ? nil : text
+        }
+        try checkKeys(o, path, allowed: Set(["id", "type", "parameters", "comment", "server"] + type.fields.map(\.name)
                                              + (type == .mixer ? ["inputParameters"] : []) + (type == .lv2 ? ["state"] : [])))
         var shape: Shape = [:]
         for field in type.fields {
@@ -423,8 +498,13 @@ struct GraphFileReader {
                 inputParameters.append(values)
             }
         }
-        return NodeSpec(id: id, type: type, shape: shape, inputs: inputs, outputs: type.outputCount(shape, fileChannels: channels),
-                        parameters: parameters, inputParameters: inputParameters, line: locator.line(of: path), state: state)
+        let outputs = type.outputCount(shape, fileChannels: channels)
+        let outputChannels = (0..<outputs).map { element in
+            Int((try? unit.streamFormat(scope: .output, element: AudioUnitElement(element)))?.channelsPerFrame ?? UInt32(channels))
+        }
+        return NodeSpec(id: id, type: type, shape: shape, inputs: inputs, outputs: outputs,
+                        parameters: parameters, inputParameters: inputParameters, line: locator.line(of: path), state: state,
+                        server: server, outputChannels: outputChannels)
     }
 
     /// An lv2 node's "state": `{"<key URI>": {"type": "<type URI>", "value": number or text}}`,

@@ -42,7 +42,12 @@ struct JSONLineLocator {
 
     /// The 1-based line of the value at `path` (of its key, for an object member), or of the
     /// deepest part of the path that exists.
-    func line(of path: [JSONPathStep]) -> Int {
+    func line(of path: [JSONPathStep]) -> Int { lineAt(offset(of: path)) }
+
+    /// The byte offset of the value at `path` (of its key, for an object member), or of the
+    /// deepest part of the path that exists: the file's order of an object's members, which
+    /// JSONSerialization does not keep.
+    func offset(of path: [JSONPathStep]) -> Int {
         var i = 0
         skipSpace(&i)
         var found = i
@@ -50,18 +55,18 @@ struct JSONLineLocator {
             guard i < bytes.count else { break }
             switch step {
             case .key(let key):
-                guard bytes[i] == UInt8(ascii: "{"), let member = members(at: i)[key] else { return lineAt(found) }
+                guard bytes[i] == UInt8(ascii: "{"), let member = members(at: i)[key] else { return found }
                 found = member.key
                 i = member.value
             case .index(let index):
-                guard bytes[i] == UInt8(ascii: "["), index >= 0 else { return lineAt(found) }
+                guard bytes[i] == UInt8(ascii: "["), index >= 0 else { return found }
                 let elements = elements(at: i)
-                guard index < elements.count else { return lineAt(found) }
+                guard index < elements.count else { return found }
                 i = elements[index]
                 found = i
             }
         }
-        return lineAt(found)
+        return found
     }
 
     /// The members of the object whose '{' is at `start`.

@@ -15,12 +15,27 @@ final class LiveGraph {
     private var units: [String: (node: AUNode, unit: AudioUnit)] = [:]
     /// The server's sample rate; 0 until the driver knows it (formats follow it).
     var sampleRate: Double = 0
+    /// Units the file does not name, around the IO unit of one part of a split graph
+    /// (SplitGraph.swift), by their `@`-ids; made once, kept through every edit.
+    let fixed: FixedUnits
+    private var fixedNodes: [String: AUNode] = [:]
 
-    init() throws(AudioUnitError) {
+    init(fixed: FixedUnits = FixedUnits()) throws(AudioUnitError) {
         graph = AudioGraph()
         io = IOUnit()
         ioNode = try graph.addNode(io)
         try io.setInputEnabled(true)
+        self.fixed = fixed
+        for (id, unit) in fixed.units { fixedNodes[id] = try graph.addNode(unit) }
+        try makeFixedConnections()
+    }
+
+    /// The fixed units' connections (made again after every `clearConnections()`).
+    private func makeFixedConnections() throws(AudioUnitError) {
+        for c in fixed.connections {
+            try graph.connectNodeInput(c.from == "io" ? ioNode : fixedNodes[c.from]!, sourceOutputElement: c.fromElement,
+                                       c.to == "io" ? ioNode : fixedNodes[c.to]!, destinationInputElement: c.toElement)
+        }
     }
 
     /// The graph's dump with the file's node ids (`lp: lowPassFilter`, `← gate:0`) instead of
@@ -28,6 +43,7 @@ final class LiveGraph {
     var description: String {
         var names = [ioNode: "io"]
         for (id, entry) in units { names[entry.node] = id }
+        for (id, node) in fixedNodes { names[node] = id }
         return graph.description(nodeNames: names)
     }
 
@@ -105,13 +121,13 @@ final class LiveGraph {
                 added[node.id] = (try graph.addNode(unit), unit)
             } catch let error as NodeTypeError {
                 dropAdded()
-                throw reader.error([.key("nodes"), .index(index)] + (error.field.map { [.key($0)] } ?? []), error.message)
+                throw reader.error([.key("nodes"), .index(new.fileIndex(ofNode: index))] + (error.field.map { [.key($0)] } ?? []), error.message)
             } catch {
                 dropAdded()
-                throw reader.error([.key("nodes"), .index(index)], "the unit refused its settings: \(error)")
+                throw reader.error([.key("nodes"), .index(new.fileIndex(ofNode: index))], "the unit refused its settings: \(error)")
             }
         }
-        func resolve(_ id: String) -> AUNode { id == "io" ? ioNode : (added[id]?.node ?? units[id]!.node) }
+        func resolve(_ id: String) -> AUNode { id == "io" ? ioNode : (fixedNodes[id] ?? added[id]?.node ?? units[id]!.node) }
 
         // 2. The connections: all cleared and made again (identical ones change nothing in the
         //    plan), so a refusal can be undone by making the old ones again.
@@ -119,6 +135,7 @@ final class LiveGraph {
         changes.connectionsChanged = Set(oldConnections) != Set(new.connections) || !changes.replaced.isEmpty
         do {
             try graph.clearConnections()
+            try makeFixedConnections()
         } catch {
             dropAdded()
             throw reader.error([.key("connections")], "\(error)")
@@ -128,12 +145,14 @@ final class LiveGraph {
                 try graph.connectNodeInput(resolve(c.from), sourceOutputElement: c.fromElement, resolve(c.to), destinationInputElement: c.toElement)
             } catch {
                 try? graph.clearConnections()
+                try? makeFixedConnections()
                 for c in oldConnections {
-                    guard let from = c.from == "io" ? ioNode : units[c.from]?.node, let to = c.to == "io" ? ioNode : units[c.to]?.node else { continue }
+                    func old(_ id: String) -> AUNode? { id == "io" ? ioNode : (fixedNodes[id] ?? units[id]?.node) }
+                    guard let from = old(c.from), let to = old(c.to) else { continue }
                     try? graph.connectNodeInput(from, sourceOutputElement: c.fromElement, to, destinationInputElement: c.toElement)
                 }
                 dropAdded()
-                throw reader.error([.key("connections"), .index(index)], "refused: \(error)")
+                throw reader.error([.key("connections"), .index(new.fileIndex(ofConnection: index))], "refused: \(error)")
             }
         }
         // 3. Units that leave (removed, or replaced by a new shape).

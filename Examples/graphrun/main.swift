@@ -65,6 +65,7 @@ var filePath: String?
 var checkOnly = false
 var checkRate: Int?
 var json = false
+var partServer: String?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
     if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect, .reconnect]) { continue }
@@ -81,6 +82,7 @@ while let argument = arguments.next() {
         tool.say(text)
         exit(ExitStatus.success)
     case "--check": checkOnly = true
+    case "--part": partServer = arguments.value(for: argument)
     case "--json": json = true
     case "--rate": checkRate = arguments.integer(for: argument, in: 1000...Int(StreamFormat.maximumSampleRate))
     case let arg where arg.hasPrefix("-"): arguments.unknown(arg)
@@ -90,6 +92,7 @@ while let argument = arguments.next() {
     }
 }
 guard let filePath else { tool.fail("no graph file given (see --help)", status: ExitStatus.usage) }
+if let partServer { runPart(server: partServer, file: filePath, clientName: client.name, tool: tool) }
 if checkRate != nil && !checkOnly { tool.fail("--rate is for --check (a run uses the server's rate)", status: ExitStatus.usage) }
 
 // The file, checked before anything runs: its channel count sizes the client.
@@ -101,7 +104,7 @@ if checkOnly {
     let note = checkRate == nil ? "the default; --rate HZ checks at another" : "--rate"
     let reader = GraphFileReader(file: filePath, text: file.text, sampleRate: Double(rate), rateNote: "checked at \(rate) Hz, \(note)")
     let spec: GraphSpec
-    do { spec = try reader.read() } catch { tool.fail("\(error)", status: ExitStatus.usage) }
+    do { spec = try reader.read(); _ = try SplitPlan.make(spec, reader: reader) } catch { tool.fail("\(error)", status: ExitStatus.usage) }
     tool.say("graphrun: \(filePath) is valid at \(rate) Hz (\(note)): \(spec.nodes.count) node(s), \(spec.connections.count) connection(s), \(spec.channels) channel(s)")
     exit(ExitStatus.success)
 }
@@ -111,16 +114,29 @@ do { firstSpec = try firstReader.read() } catch { tool.fail("\(error)", status: 
 
 QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
 
-// The graph (the IO unit alone until the file is applied), then the client it runs in.
-let live: LiveGraph
-do { live = try LiveGraph() } catch { tool.fail("could not make the graph: \(error)") }
+// The graph, one part per server the file's nodes run on (the IO units alone until the file
+// is applied), then the clients they run in: io's part's first.
+let firstPlan: SplitPlan
+do { firstPlan = try SplitPlan.make(firstSpec, reader: firstReader) } catch { tool.fail("\(error)", status: ExitStatus.usage) }
+if firstPlan.parts.count > 1 && client.reconnect {
+    tool.fail("--reconnect is for a graph on one server (this file's runs on \(firstPlan.parts.count)): a part's server that goes away ends graphrun", status: ExitStatus.usage)
+}
+let split: SplitGraph
+do { split = try SplitGraph(firstPlan) } catch { tool.fail("could not make the graph: \(error)") }
+let live = split.main
 client.channels = firstSpec.channels
-let driver = tool.openDriver(graph: live.graph, options: client.driverOptions(defaultName: firstSpec.name ?? "graphrun"))
+var mainOptions = client.driverOptions(defaultName: firstSpec.name ?? "graphrun")
+mainOptions.inputChannels = firstPlan.parts[0].inputPorts
+mainOptions.outputChannels = firstPlan.parts[0].outputPorts
+// The returns from other servers arrive with their round trip, which the graph reports itself.
+if firstPlan.parts.count > 1 { mainOptions.latencyPorts = firstSpec.channels }
+let driver = tool.openDriver(graph: live.graph, options: mainOptions)
+@MainActor func closeAll() { split.stop(); driver.close() }
 // The file once more, now that the server's rate gives the bounds that follow it (the cutoff's
 // top), made into the graph.
 live.sampleRate = Double(driver.sampleRate)
 let startReader = GraphFileReader(file: filePath, text: file.text, sampleRate: live.sampleRate)
-do { try live.apply(try startReader.read(), reader: startReader) } catch { driver.close(); tool.fail("\(error)", status: ExitStatus.usage) }
+do { try split.apply(try startReader.read(), text: file.text, reader: startReader) } catch { driver.close(); tool.fail("\(error)", status: ExitStatus.usage) }
 do {
     try driver.start()
 } catch {
@@ -128,11 +144,21 @@ do {
     if case .graph = error { tool.fail("\(filePath):\(firstSpec.connectionsLine): connections: \(error)", status: ExitStatus.usage) }
     tool.fail("\(error)")
 }
-do {
-    for note in try client.routing.connect(driver) { tool.complain(note) }
-} catch {
+// Each far part in a graphrun of its own, on its server.
+do { try split.startFarParts(file: filePath, text: file.text, mainName: driver.clientName, servers: firstSpec.servers) } catch {
     driver.close()
+    tool.fail("\(error)", status: error.line > 0 ? ExitStatus.usage : ExitStatus.failure)
+}
+do {
+    // io's own channels only: the ports after them carry the edges to other servers.
+    for note in try client.routing.connect(driver, channels: firstSpec.channels) { tool.complain(note) }
+    for note in try split.link(driver, servers: firstSpec.servers) { tool.complain(note) }
+} catch let error as JACKDriverError {
+    closeAll()
     tool.fail("\(error)", status: ExitStatus.connecting(error))
+} catch {
+    closeAll()
+    tool.fail("\(error)")
 }
 let runStatus = RunStatus(json: json, tool: tool, file: filePath, live: live, driver: driver)
 runStatus.say(event: "running", "graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
@@ -148,7 +174,7 @@ var lastVersionRefused = false
     let reader = GraphFileReader(file: filePath, text: text, sampleRate: live.sampleRate)
     do {
         let spec = try reader.read()
-        let changes = try live.apply(spec, reader: reader)
+        let changes = try split.apply(spec, text: text, reader: reader)
         driver.recomputeLatency()  // a reshaped node may add or remove a resampling conversion
         runStatus.say(event: "reloaded", "graphrun: reloaded \(filePath): \(changes.description)")
         lastVersionRefused = false
@@ -177,6 +203,8 @@ let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
 loop.wakeFileDescriptor = file.wakeFileDescriptor
 loop.onWake = { reload(force: false); runStatus.tick(); return file.nextLookMilliseconds }
 loop.follow(client)
+loop.extraFileDescriptors = split.far.map(\.fileDescriptor)
+loop.failure = { split.far.first { $0.checkEnded() }.map { "the part on \"\($0.serverName)\" (its own graphrun) ended; exiting" } }
 loop.report = { runStatus.say(event: "notice", "graphrun: \($0)") }
 loop.onSampleRateFollowed = {
     live.sampleRate = Double(driver.sampleRate)
@@ -190,6 +218,6 @@ loop.onSampleRateFollowed = {
 }
 let status = loop.run()
 let xruns = driver.xrunCount
-QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }
+QuitSignals.withDeadline(seconds: 2, exitStatus: status) { closeAll() }
 runStatus.stopped(xruns: xruns)
 exit(status)

@@ -15,6 +15,10 @@ final class JACKRenderState: @unchecked Sendable {
     let graph: GraphRenderContext
     let inputCount: Int
     let outputCount: Int
+    /// How many of the first input and output ports the latency callback reads (the rest are
+    /// set, not read): ``JACKDriver/Options/latencyPorts``.
+    let latencyInputCount: Int
+    let latencyOutputCount: Int
     let inputPorts: UnsafeMutablePointer<OpaquePointer?>
     let outputPorts: UnsafeMutablePointer<OpaquePointer?>
     let inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
@@ -39,10 +43,12 @@ final class JACKRenderState: @unchecked Sendable {
     let shutdownReason: UnsafeMutablePointer<CChar>
     static let reasonCapacity = 256
 
-    init(graph: GraphRenderContext, inputCount: Int, outputCount: Int) {
+    init(graph: GraphRenderContext, inputCount: Int, outputCount: Int, latencyPorts: Int? = nil) {
         self.graph = graph
         self.inputCount = inputCount
         self.outputCount = outputCount
+        latencyInputCount = min(inputCount, latencyPorts ?? inputCount)
+        latencyOutputCount = min(outputCount, latencyPorts ?? outputCount)
         inputPorts = .allocate(capacity: max(1, inputCount))
         inputPorts.initialize(repeating: nil, count: max(1, inputCount))
         outputPorts = .allocate(capacity: max(1, outputCount))
@@ -213,14 +219,15 @@ func audiographJACKPortRegistration(_ port: jack_port_id_t, _ registered: Int32,
 /// Latency callback (jack.h, `jack_set_latency_callback`): each output reports the largest
 /// latency of the inputs it comes from plus the delay the graph's format conversions add (its
 /// resamplers' FIFOs), and each input the largest of the outputs it goes to plus the same;
-/// `jack_lsp -l` then shows the true path latency. Thread: a JACK thread.
+/// `jack_lsp -l` then shows the true path latency. Only the first ``JACKDriver/Options/latencyPorts``
+/// ports of a side are read, when set. Thread: a JACK thread.
 func audiographJACKLatency(_ mode: jack_latency_callback_mode_t, _ arg: UnsafeMutableRawPointer?) {
     guard let arg else { return }
     let s = renderState(arg)
     let capture = mode == JackCaptureLatency
     let (from, fromCount, to, toCount) = capture
-        ? (s.inputPorts, s.inputCount, s.outputPorts, s.outputCount)
-        : (s.outputPorts, s.outputCount, s.inputPorts, s.inputCount)
+        ? (s.inputPorts, s.latencyInputCount, s.outputPorts, s.outputCount)
+        : (s.outputPorts, s.latencyOutputCount, s.inputPorts, s.inputCount)
     var range = jack_latency_range_t(min: 0, max: 0)
     var first = true
     for i in 0..<fromCount {

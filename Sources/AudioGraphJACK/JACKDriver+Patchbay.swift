@@ -61,6 +61,20 @@ extension JACKDriver {
         return names
     }
 
+    /// A port's latency range as JACK last computed it (`jack_port_get_latency_range`), in
+    /// frames: for `capture`, how long ago the port's samples entered the system (capture
+    /// latency); otherwise how long until they leave it (playback latency). A netjack2 slave's
+    /// `system` ports report the network latency this way.
+    /// - Parameter port: a full port name, matched literally.
+    /// - Returns: (min, max) frames, or nil when the port does not exist or the client is closed.
+    /// - Thread: control thread, never a JACK callback.
+    public func latencyRange(ofPort port: String, capture: Bool) -> (min: Int, max: Int)? {
+        guard let client, !isShutDown, let handle = jack_port_by_name(client, port) else { return nil }
+        var range = jack_latency_range_t(min: 0, max: 0)
+        jack_port_get_latency_range(handle, capture ? JackCaptureLatency : JackPlaybackLatency, &range)
+        return (Int(range.min), Int(range.max))
+    }
+
     /// Connects physical capture port k to `in_k` and `out_k` to physical playback port k, for as
     /// many ports as both sides have.
     /// - Returns: the connections made, as (source, destination) pairs.

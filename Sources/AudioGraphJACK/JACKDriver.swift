@@ -47,6 +47,13 @@ public final class JACKDriver: @unchecked Sendable {
         /// nothing is converted); false (the default, as AUGraph does) keeps them at their rate
         /// and converts, with the latency that adds. Formats set at another rate are converted either way.
         public var setFormatsFollowServerRate: Bool = false
+        /// How many of the first ports on each side carry latency onward: the outputs report the
+        /// largest capture latency of the first `latencyPorts` inputs plus the graph's, the
+        /// inputs the largest playback latency of the first `latencyPorts` outputs plus the
+        /// graph's; nil (the default) counts every port. For ports whose path the graph already
+        /// accounts for: graphrun's returns from another server, whose round trip a unit in the
+        /// graph reports, so JACK must not add the network latency of the ports feeding them again.
+        public var latencyPorts: Int? = nil
         /// Creates options with the defaults above.
         public init() {}
     }
@@ -113,7 +120,8 @@ public final class JACKDriver: @unchecked Sendable {
             throw .graph(error)
         }
 
-        let state = JACKRenderState(graph: graph.renderContext, inputCount: options.inputChannels, outputCount: options.outputChannels)
+        let state = JACKRenderState(graph: graph.renderContext, inputCount: options.inputChannels, outputCount: options.outputChannels,
+                                    latencyPorts: options.latencyPorts)
         let (inputNames, outputNames) = try JACKDriver.prepare(client, named: actualName, state: state)
 
         self.graph = graph

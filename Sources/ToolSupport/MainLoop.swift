@@ -54,6 +54,13 @@ public final class MainLoop {
     public var readsInputNow: () -> Bool = { true }
     /// Called after the graph followed a new server rate (`driver.sampleRate` is the new one).
     public var onSampleRateFollowed: () -> Void = {}
+    /// Checked each time round: a reason ends the loop with status 1, said as the complaint
+    /// (graphrun: a part of a split graph, running in a process of its own on another server,
+    /// ended). Default: never.
+    public var failure: () -> String? = { nil }
+    /// More descriptors whose readability wakes the loop (so ``failure`` is checked at once):
+    /// graphrun's pipes from those processes. Default: none.
+    public var extraFileDescriptors: [Int32] = []
     /// Whether a server that goes away is waited for (the tools' `--reconnect`) rather than
     /// ending the loop with status 1. Default: false.
     public var reconnects = false
@@ -112,6 +119,10 @@ public final class MainLoop {
             if QuitSignals.received != 0 || isDone() { return ExitStatus.success }
             driver.dispatchNotifications()
             var waiting = false
+            if let reason = failure() {
+                complain(reason)
+                return ExitStatus.failure
+            }
             if driver.isShutDown {
                 let reason = driver.shutdownReason
                 let what = "the JACK server shut down\(reason.isEmpty ? "" : " (\(reason))")"
@@ -141,7 +152,8 @@ public final class MainLoop {
                        pollfd(fd: QuitSignals.fileDescriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: readInput ? STDIN_FILENO : -1, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeFileDescriptor, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 4, timeout)
+                + extraFileDescriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready <= 0 || fds[2].revents == 0 { continue }
             if !readInputNow() { return ExitStatus.success }
         }

@@ -22,6 +22,9 @@ public struct PortRouting: Sendable {
     /// Connects both sides of an active client: port k of ours to the k-th port given or
     /// matched (waiting up to 2 s for given ports to appear: their client may still be
     /// starting), or to physical port k. Extra ports on either side stay unconnected.
+    /// - Parameter channels: how many of the client's ports on each side are routed (the
+    ///   first ones), or nil for all; the rest are left for the caller (graphrun's ports that
+    ///   carry a graph's edges to another server).
     /// - Returns: notes, one line each: the ports left unconnected on a side that was routed
     ///   ("note: 1 physical capture port(s) for 2 channels; graphthru:in_2… stay unconnected"),
     ///   and, when autoconnected outputs join physical playback ports that another client
@@ -30,7 +33,7 @@ public struct PortRouting: Sendable {
     /// - Throws: `JACKDriverError.invalidPortPattern`, `.portNotFound` (nothing matched in 2 s),
     ///   `.connectionFailed`, `.serverShutDown`.
     /// - Thread: the main thread (it waits); never a JACK callback.
-    public func connect(_ driver: JACKDriver) throws(JACKDriverError) -> [String] {
+    public func connect(_ driver: JACKDriver, channels: Int? = nil) throws(JACKDriverError) -> [String] {
         // Refused before any connection is made: a spec that is neither a port nor a pattern.
         for (spec, sources) in inputs.map({ ($0, true) }) + outputs.map({ ($0, false) }) {
             var regex = regex_t()
@@ -38,8 +41,8 @@ public struct PortRouting: Sendable {
             _ = try driver.ports(matching: spec, sources: sources)   // an exact name passes; else invalidPortPattern
         }
         var notes: [String] = []
-        notes += try connectSide(driver, given: inputs, ours: driver.inputPortNames, outgoing: false)
-        notes += try connectSide(driver, given: outputs, ours: driver.outputPortNames, outgoing: true)
+        notes += try connectSide(driver, given: inputs, ours: Array(driver.inputPortNames.prefix(channels ?? .max)), outgoing: false)
+        notes += try connectSide(driver, given: outputs, ours: Array(driver.outputPortNames.prefix(channels ?? .max)), outgoing: true)
         return notes
     }
 

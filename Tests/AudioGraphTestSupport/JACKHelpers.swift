@@ -158,12 +158,21 @@ public final class NetLink {
 
     /// Waits up to `seconds` for `port` to exist on `server`.
     public static func waitForPort(_ port: String, on server: String, seconds: Double = 20) -> Bool {
+        waitUntil(port, on: server, seconds: seconds, exists: true)
+    }
+
+    /// Waits up to `seconds` for `port` to be gone from `server` (its client closed).
+    public static func waitForPortGone(_ port: String, on server: String, seconds: Double = 20) -> Bool {
+        waitUntil(port, on: server, seconds: seconds, exists: false)
+    }
+
+    private static func waitUntil(_ port: String, on server: String, seconds: Double, exists: Bool) -> Bool {
         var status = jack_status_t(rawValue: 0)
         let options = jack_options_t(rawValue: JackNoStartServer.rawValue | JackServerName.rawValue)
         guard let client = audiograph_jack_client_open("probe-port-wait", options, &status, server) else { return false }
         defer { jack_client_close(client) }
         let deadline = Date().addingTimeInterval(seconds)
-        while jack_port_by_name(client, port) == nil {
+        while (jack_port_by_name(client, port) != nil) != exists {
             if Date() >= deadline { return false }
             usleep(20_000)
         }

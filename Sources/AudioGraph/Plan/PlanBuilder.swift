@@ -413,7 +413,7 @@ struct PlanBuilder {
     /// frame or more (at the unit's rate) is delayed by the difference (LatencyCompensation.swift).
     private mutating func compensate(_ node: AUNode, _ inputs: UnsafeMutablePointer<PlanInput>,
                                      _ arrivals: [(element: Int, latency: Double)], slowest: Double, unitRate: Double) {
-        guard compensatesLatency, arrivals.count > 1 else { return }
+        guard compensatesLatency, arrivals.count > 1, (topology.nodes[node] as? MergerUnit)?.alignsInputs != false else { return }
         for (element, arrival) in arrivals {
             let frames = Int(((slowest - arrival) * unitRate).rounded())
             guard frames > 0, let source = inputs[element].channels else { continue }

@@ -94,6 +94,14 @@ public final class ChannelSplitterUnit: RoutingUnit, @unchecked Sendable {
 /// Thread: create and configure on a control thread.
 /// SAFETY (`@unchecked Sendable`): as AudioUnit.
 public final class MergerUnit: RoutingUnit, @unchecked Sendable {
+    /// Whether the graph's latency compensation aligns this merger's inputs (the default, as at
+    /// every unit where paths meet). Off, each input keeps its own latency: for inputs that are
+    /// independent streams merely sharing one device output — channels sent on to different
+    /// destinations, such as graphrun's sends to another JACK server, which a later path
+    /// brings back — so that delaying one to match another would be wrong. Takes effect at the
+    /// graph's next `initialize()` or `update()`. Thread: control thread.
+    public var alignsInputs = true
+
     /// Creates a merger.
     /// - Parameter inputChannels: each input element's channel count, 1…64 elements of 1…64
     ///   channels, 64 channels in all at most. `[1, 1]` (the default) makes stereo from two mono
