@@ -22,6 +22,7 @@ SIGHUP or SIGQUIT, or for --duration seconds, printing every input channel's lev
 options:
   --name NAME         JACK client name (default: graphrecord)
   --server NAME       JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
+\(ServerStartOptions.usage)
   --channels N        input ports in_1…in_N and channels in the file, 1…64 (default: 2)
   --input PORT        connect PORT to the next in_k (repeatable): an exact port name, or a
                       pattern as jack_lsp takes (system:capture_.*) whose matches fill the next
@@ -76,13 +77,15 @@ func frames(in seconds: Double, at rate: Double) -> UInt64 {
 Tool.parkClosedStandardStreams()
 var client = ClientOptions()
 client.routing.autoconnect = false
+var ownServer = ServerStartOptions()
 var sampleFormat: RecordingSettings.SampleFormat?
 var rate: Double?
 var duration: Double?
 var path: String?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
-    if client.parse(argument, from: &arguments, accepted: [.name, .server, .channels, .inputs, .reconnect]) { continue }
+    if client.parse(argument, from: &arguments, accepted: [.name, .server, .channels, .inputs, .reconnect])
+        || ownServer.parse(argument, from: &arguments) { continue }
     switch argument {
     case "--help", "-h": tool.help(usage)
     case "--format": sampleFormat = arguments.sampleFormat(for: argument)
@@ -100,6 +103,7 @@ while let argument = arguments.next() {
     }
 }
 guard let path else { tool.fail("say which file to record to (see --help)", status: ExitStatus.usage) }
+ownServer.check(tool: tool)
 if client.routing.inputs.count > client.channels {
     tool.fail("\(client.routing.inputs.count) --input ports but only \(client.channels) channel\(client.channels == 1 ? "" : "s") (raise --channels)", status: ExitStatus.usage)
 }
@@ -124,6 +128,7 @@ do {
 
 // 3. The client (registers in_1…, out_1…); the server's rate sets the length of a --duration
 // without --rate. Then started (initializes the graph), connected, recording.
+ownServer.startForProcess(for: &client, tool: tool)
 let driver = tool.openDriver(graph: graph, options: client.driverOptions(defaultName: "graphrecord"))
 if let duration, rate == nil { settings.frameLimit = frames(in: duration, at: Double(driver.sampleRate)) }
 let meter: LevelMeter, recorder: Recorder

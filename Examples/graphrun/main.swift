@@ -18,6 +18,7 @@ the running graph stays as it was.
 options:
   --name NAME         JACK client name (default: the file's "name", else graphrun)
   --server NAME       JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
+\(ServerStartOptions.usage)
   --no-autoconnect    do not connect to the physical capture/playback ports
   --input PORT        connect PORT (a name or a pattern such as system:capture_.*) to the next in_k
   --output PORT       connect the next out_k to PORT (name or pattern)
@@ -36,6 +37,8 @@ options:
                       the answer to `status` (xruns, DSP load, render errors, non-finite
                       samples replaced with 0), stopped; errors stay text on stderr
   --help              show this help
+  --part SERVER       (internal) run the part of FILE on servers entry SERVER, driven by the
+                      graphrun that runs io, over standard input and output
 
 control (standard input, one per line): reload | dump | status | quit   (end of input keeps running)
   status prints xruns, DSP load, render errors and NaN/Inf samples replaced with 0; dump prints the running graph (nodes, formats, connections, conversions), like CAShow; a
@@ -43,7 +46,7 @@ control (standard input, one per line): reload | dump | status | quit   (end of 
 SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
 exit status: 0 after quit or a signal, or a valid --check; 1 when JACK fails (the server gone
-without --reconnect); 2 for bad options
+without --reconnect, a part on another server ended); 2 for bad options
 or a FILE that is invalid at start.
 
 file format (see Examples/graphthru.json):
@@ -54,6 +57,17 @@ file format (see Examples/graphthru.json):
                { "id": "lp", "type": "lowpass", "parameters": { "cutoff": 1000, "resonance": 0 } } ],
     "connections": [ { "from": "io", "to": "gate" }, { "from": "gate", "to": "mixer:0" },
                      { "from": "mixer", "to": "io" } ] }
+
+one graph across JACK servers (see Docs/NetJACK.md): "servers" lists them, io's first, and a
+node's "server" places it (without one, it runs with io). Each other server's part runs in a
+graphrun of its own, as client NAME-SERVER; an edge between servers is carried over extra
+ports (io's client: in_/out_ after the file's channels) that graphrun connects to the netjack2
+link when io's server is its master ("net": the slave's client name there, needed with more
+than one link), and the round trip it adds is compensated. Every crossing edge has io's
+server at one end. While running, live edits reach every part, all or none; which node runs
+where, and the servers, need a restart. --reconnect is for a graph on one server.
+  "servers": { "here": {}, "far": { "jack": "SLAVE-SERVER-NAME", "net": "SLAVE-CLIENT" } },
+  "nodes": [ …, { "id": "gate", "type": "mutegate", "server": "far" } ]
 """
 
 let tool = Tool(name: "graphrun")
@@ -66,9 +80,11 @@ var checkOnly = false
 var checkRate: Int?
 var json = false
 var partServer: String?
+var ownServer = ServerStartOptions()
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
-    if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect, .reconnect]) { continue }
+    if client.parse(argument, from: &arguments, accepted: [.name, .server, .inputs, .outputs, .noAutoconnect, .reconnect])
+        || ownServer.parse(argument, from: &arguments) { continue }
     switch argument {
     case "--help", "-h": tool.help(usage)
     case "--list":
@@ -93,6 +109,8 @@ while let argument = arguments.next() {
 }
 guard let filePath else { tool.fail("no graph file given (see --help)", status: ExitStatus.usage) }
 if let partServer { runPart(server: partServer, file: filePath, clientName: client.name, tool: tool) }
+ownServer.check(tool: tool)
+if ownServer.driver != nil && (checkOnly || partServer != nil) { tool.fail("--start-server is for a run (not --check)", status: ExitStatus.usage) }
 if checkRate != nil && !checkOnly { tool.fail("--rate is for --check (a run uses the server's rate)", status: ExitStatus.usage) }
 
 // The file, checked before anything runs: its channel count sizes the client.
@@ -130,6 +148,8 @@ mainOptions.inputChannels = firstPlan.parts[0].inputPorts
 mainOptions.outputChannels = firstPlan.parts[0].outputPorts
 // The returns from other servers arrive with their round trip, which the graph reports itself.
 if firstPlan.parts.count > 1 { mainOptions.latencyPorts = firstSpec.channels }
+ownServer.startForProcess(for: &client, tool: tool)
+mainOptions.serverName = client.server
 let driver = tool.openDriver(graph: live.graph, options: mainOptions)
 @MainActor func closeAll() { split.stop(); driver.close() }
 // The file once more, now that the server's rate gives the bounds that follow it (the cutoff's

@@ -9,7 +9,7 @@
 // The steps below are those of jack2's simple_client.c: options, graph, open the client,
 // start, connect, loop, close. The parts live beside this file: Options.swift (the command
 // line), Monitor.swift (the graph and its live edits), StatusView.swift (what is shown),
-// Commands.swift (keys and line commands), OwnServer.swift (--start-server).
+// Commands.swift (keys and line commands), ServerStartOptions in ToolSupport (--start-server).
 import AudioGraph
 import AudioGraphJACK
 import ToolSupport
@@ -38,7 +38,7 @@ QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
 Commands.ignoreTerminalStops()
 
 // Our own server (a child jackd) when asked for: it must run before the client can join it.
-let server = OwnServer.start(for: &options, tool: tool)
+let server = options.server.startForProcess(for: &options.client, tool: tool)
 
 // 2. The graph: the chain above, uninitialized; the driver initializes it when it starts.
 let monitor: Monitor

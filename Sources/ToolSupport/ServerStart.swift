@@ -99,6 +99,21 @@ public struct ServerStartOptions {
         }
     }
 
+    // SAFETY: set once on the main thread before the atexit handler (which captures nothing) can read it.
+    nonisolated(unsafe) private static var running: JACKServer?
+
+    /// ``start(for:tool:)``, the server then kept for the life of the process: stopped at exit
+    /// whatever the path to exit, after the client has closed (and by its watchdog if the tool
+    /// is killed). What graphthru, graphrun and graphrecord call. Nil when none is asked for.
+    /// Thread: the main thread, once.
+    @discardableResult
+    public func startForProcess(for client: inout ClientOptions, tool: Tool) -> JACKServer? {
+        guard let server = start(for: &client, tool: tool) else { return nil }
+        ServerStartOptions.running = server
+        atexit { ServerStartOptions.running?.stop() }
+        return server
+    }
+
     /// Starts the server asked for, under the client's server name (else
     /// `$JACK_DEFAULT_SERVER`, else "default"), and points the client at it; nil when none is
     /// asked for. Exits 2 for a name too long for a server of our own, 1 when it cannot start

@@ -106,6 +106,45 @@ extension JACKIntegration {
             #expect(!TestServer.waitForServer(slaveName, seconds: 0.5), "the started slave outlived graphthru")
         }
 
+        @Test func graphrecordAndGraphrunStartTheirOwnSlaveAndRunOnItUnchanged() throws {
+            let link = try NetLink(tag: "tools", slave: false)
+            let speech = Speech.load().samples
+            func net(_ client: String, _ server: String) -> [String] {
+                ["--start-server", "net", "--net-master", "127.0.0.1:\(link.port)", "--net-name", client, "--net-capture", "2", "--net-playback", "2", "--server", server]
+            }
+            // graphrecord on its slave records what the master sends it, bit-exact.
+            let recordServer = "ag-net-rec-\(getpid())"
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("net-\(UUID().uuidString).wav").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let record = try ToolProcess("graphrecord", net("ag-rec-slave", recordServer) + ["--channels", "1", "--input", "system:capture_1", path],
+                                         server: recordServer)
+            #expect(record.waitFor("recording", timeout: 20), "\(record.stderr)")
+            #expect(NetLink.waitForPort("ag-rec-slave:to_slave_1", on: link.master.name))
+            let probe = ProbeClient(server: link.master.name, name: "net-rec-probe", play: speech, captureFrames: speech.count + 4096)
+            probe.connect(probe.outPort, "ag-rec-slave:to_slave_1")
+            _ = probe.run()
+            record.process.interrupt()
+            #expect(record.waitForExit() == 0, "\(record.stderr)")
+            let file = try #require(readAudioFile(path), "graphrecord wrote no readable file")
+            #expect(exactOccurrence(of: speech, in: file.channels[0]) != nil, "the speech is not in the recording bit-exact")
+            #expect(!TestServer.waitForServer(recordServer, seconds: 0.5), "the started slave outlived graphrecord")
+
+            // graphrun on its slave passes it back, bit-exact.
+            let runServer = "ag-net-run-\(getpid())"
+            let graph = FileManager.default.temporaryDirectory.appendingPathComponent("net-\(UUID().uuidString).json").path
+            defer { try? FileManager.default.removeItem(atPath: graph) }
+            try #"{ "channels": 2, "nodes": [ { "id": "gate", "type": "mutegate" } ], "connections": [ { "from": "io", "to": "gate" }, { "from": "gate", "to": "io" } ] }"#
+                .write(toFile: graph, atomically: false, encoding: .utf8)
+            let run = try ToolProcess("graphrun", [graph] + net("ag-run-slave", runServer), server: runServer)
+            #expect(run.waitFor("graphrun: running", timeout: 20), "\(run.stderr)")
+            #expect(NetLink.waitForPort("ag-run-slave:from_slave_1", on: link.master.name))
+            let (delay, report) = NetJACKTests.roundTrip(link, slaveClient: "ag-run-slave")
+            #expect(delay != nil, "speech did not come back bit-exact through graphrun on the slave: \(report)")
+            run.send("quit")
+            #expect(run.waitForExit() == 0, "\(run.stderr)")
+            #expect(!TestServer.waitForServer(runServer, seconds: 0.5), "the started slave outlived graphrun")
+        }
+
         @Test func startServerNetWithoutAMasterFailsWithStatusOneSayingHowToLoadNetmanager() throws {
             // A free UDP port: no netmanager listens there. Nothing must be left running.
             let port = NetLink.freeUDPPort()

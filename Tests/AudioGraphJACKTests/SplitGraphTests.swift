@@ -29,6 +29,19 @@ extension JACKIntegration {
             return Int(stderr[range.upperBound...].prefix { $0.isNumber })
         }
 
+        /// CPU seconds `process` and its children (a split graph's far parts) use in 3 s, as a
+        /// percentage of one core. Printed, never asserted.
+        static func cpuPercent(_ tool: ToolProcess) -> Double {
+            let pid = tool.process.processIdentifier
+            func pids() -> [Int32] {
+                let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+                return [pid] + children.split(separator: " ").compactMap { Int32($0) }
+            }
+            let before = pids().map(NetJACKTests.cpuSeconds).reduce(0, +)
+            usleep(3_000_000)
+            return (pids().map(NetJACKTests.cpuSeconds).reduce(0, +) - before) / 3 * 100
+        }
+
         /// Speech into `client:in_1`, what `client:out_1` gave back.
         static func capture(server: String, client: String, speech: [Float]) -> [Float] {
             let probe = ProbeClient(server: server, name: "probe-\(client)", play: speech, captureFrames: speech.count + 16_384)
@@ -55,6 +68,7 @@ extension JACKIntegration {
             let one = try ToolProcess("graphrun", [onePath, "--no-autoconnect"], server: link.master.name)
             #expect(one.waitFor("graphrun: running", timeout: 15), "\(one.stderr)")
             let reference = SplitGraphTests.capture(server: link.master.name, client: oneName, speech: speech)
+            let oneCPU = SplitGraphTests.cpuPercent(one)
             one.send("quit")
             #expect(one.waitForExit() == 0, "\(one.stderr)")
             let start = try #require(reference.firstIndex { $0 != 0 }, "the reference graph gave silence")
@@ -85,7 +99,8 @@ extension JACKIntegration {
             // And JACK reports it: the outputs' capture latency is the compensated round trip.
             let reported = try #require(NetLink.latency(of: "\(name):out_1", on: link.master.name, capture: true))
             #expect(reported.max == roundTrip, "\(name):out_1 capture latency \(reported.max) frames, round trip \(roundTrip)")
-            print("split graph over netjack2 (-l 2, period 256): the same samples as on one server, \(measured) frames (\(String(format: "%.1f", Double(measured) / 48)) ms) later; graphrun reported \(roundTrip), \(name):out_1 latency \(reported.max)")
+            let splitCPU = SplitGraphTests.cpuPercent(tool)
+            print("split graph over netjack2 (-l 2, period 256): the same samples as on one server, \(measured) frames (\(String(format: "%.1f", Double(measured) / 48)) ms) later; graphrun reported \(roundTrip), \(name):out_1 latency \(reported.max); CPU (graphrun and its far part) \(String(format: "%.1f", splitCPU))% of a core against \(String(format: "%.1f", oneCPU))% on one server")
 
             // A live edit of a node on the slave reaches its part; one that would move a node
             // to the other server is refused, and the graph runs on.
