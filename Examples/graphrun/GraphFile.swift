@@ -382,8 +382,8 @@ struct GraphFileReader {
 
     private func readNode(_ item: Any, _ path: [JSONPathStep], channels: Int, servers: [ServerSpec]) throws(GraphFileError) -> NodeSpec {
         guard let o = item as? [String: Any] else { throw error(path, "must be an object {\"id\": …, \"type\": …}") }
-        guard let id = o["id"] as? String, !id.isEmpty, !id.contains(":") else {
-            throw error(path + [.key("id")], "must be a non-empty string without ':'")
+        guard let id = o["id"] as? String, !id.isEmpty, !id.contains(":"), !id.hasPrefix("@") else {
+            throw error(path + [.key("id")], "must be a non-empty string without ':', not starting with '@' (graphrun's own units')")
         }
         guard let typeName = o["type"] as? String, let type = NodeType(rawValue: typeName) else {
             throw error(path + [.key("type")], "must be one of: \(NodeType.allCases.map(\.rawValue).joined(separator: ", "))")

@@ -157,7 +157,10 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
         refuse(GraphFileError(file: file, line: 0, field: "servers.\(server)", message: message), status: status)
     }
     guard let first = readProtocolLine(STDIN_FILENO), let text = first["apply"] as? String else { exit(ExitStatus.usage) }
-    QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
+    // A terminal's ^C, ^\\ and hang-up reach the whole process group: the parent quits and
+    // closes this part's input, which ends it in order. SIGTERM (sent to this process) ends it too.
+    for signal in [SIGINT, SIGQUIT, SIGHUP] { _ = Glibc.signal(signal, SIG_IGN) }
+    QuitSignals.install([SIGTERM])
     // Which part, and its ports, from the file as the parent read it.
     func part(_ text: String, rate: Double?) throws(GraphFileError) -> (PartPlan, GraphFileReader) {
         let reader = GraphFileReader(file: file, text: text, sampleRate: rate)

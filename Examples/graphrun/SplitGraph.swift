@@ -7,12 +7,13 @@
 // slave) graphrun connects those ports to the link itself. Every crossing has io's server at
 // one end: a part far from io is fed by io's part and feeds it back.
 //
-// Around each part's IO unit, units the file does not name (ids starting with "@", which a
-// file cannot use since ids never hold ':') share its one device input and output between
-// the file's io and the crossings:
-//   device input  → @split (ChannelSplitterUnit) → @in:g (MergerUnit, one per group of channels)
+// Around each part's IO unit, units the file does not name (ids starting with "@", which the
+// file's own ids may not) share its one device input and output between the file's io and the
+// crossings, when there are more groups of channels than one on a side:
+//   device input  → @split (ChannelSplitterUnit) → @in0, @in1, … (MergerUnit, one per group)
 //   @out (MergerUnit, inputs not aligned) → device output
-// and on io's part each crossing that comes back runs through @ret:i, a unit that passes its
+// and on io's part each crossing that comes back runs through @return<i> (i: the edge's index
+// in the file's connections), a unit that passes its
 // input on unchanged and reports the round trip's latency, so the graph's latency
 // compensation delays the parallel paths to match (what Ardour does for a send/return
 // through outboard gear with a measured round trip).
@@ -51,7 +52,7 @@ struct PartPlan {
     /// Channel counts of the groups on the device input (ports in_1…, in order) and output.
     var inputGroups: [Int]
     var outputGroups: [Int]
-    /// The @ret units of the crossings that come back to this part: id and channels.
+    /// The @return units of the crossings that come back to this part: id and channels.
     var returns: [(id: String, channels: Int, crossing: Int)] = []
 
     /// JACK ports: the groups' channels, at least one port a side.
@@ -205,8 +206,6 @@ final class SplitGraph {
     let main: LiveGraph
     /// The far parts, in the plan's order after io's (started by ``startFarParts(file:text:mainName:)``).
     private(set) var far: [FarPart] = []
-    /// The round trip each far server entry adds, in frames (from what its part reported).
-    private(set) var roundTrips: [String: Int] = [:]
 
     init(_ plan: SplitPlan) throws(AudioUnitError) {
         self.plan = plan
@@ -315,7 +314,6 @@ final class SplitGraph {
             }
             let period = Int(main.bufferSize)
             let frames = ready.capture + ready.playback + period + ready.renderLatency
-            roundTrips[server.name] = frames
             for ret in plan.parts[0].returns where returns.contains(where: { $0.connection == ret.crossing }) {
                 let unit = self.main.fixed.units.first { $0.id == ret.id }!.unit as! RenderCallbackUnit
                 try unit.setLatency(Double(frames) / Double(main.sampleRate))

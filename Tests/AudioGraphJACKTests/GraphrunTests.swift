@@ -121,7 +121,7 @@ extension JACKIntegration {
             ("{\n  \"nodes\": [ { \"id\": \"m\", \"type\": \"merger\",\n    \"inputChannels\": [40, 40] } ],\n  \"connections\": []\n}\n",
              ":3: nodes[0].inputChannels: 80 channels in all; at most 64"),
             ("{\n  \"nodes\": [ { \"id\": \"lp\", \"type\": \"lowpass\", \"inputs\": 2 } ],\n  \"connections\": []\n}\n",
-             ":2: nodes[0].inputs: unknown field (expected one of: comment, id, parameters, type)"),
+             ":2: nodes[0].inputs: unknown field (expected one of: comment, id, parameters, server, type)"),
             ("{\n  \"nodes\": [ { \"id\": \"s\", \"type\": \"splitter\" } ],\n  \"connections\": [\n    { \"from\": \"s:2\", \"to\": \"io\" }\n  ]\n}\n",
              ":4: connections[0].from: a splitter has output elements 0…1 only"),
             ("{\n  \"nodes\": [ { \"id\": \"rev\", \"type\": \"convolver\",\n    \"impulseResponse\": \"no-such-ir.wav\" } ],\n  \"connections\": []\n}\n",

@@ -168,6 +168,7 @@ extension JACKIntegration {
             (#""servers": { "here": {}, "far": {} }, "nodes": [], "connections": []"#, "joins the same JACK server as \"here\""),
             (#""servers": { "here": {}, "far": { "jack": "x", "port": 3 } }, "nodes": [], "connections": []"#, "port"),
             (#""servers": [], "nodes": [], "connections": []"#, "must be an object of named servers"),
+            (#""nodes": [ { "id": "@out", "type": "mutegate" } ], "connections": []"#, "not starting with '@'"),
         ])
         func badServersAreRefusedByCheckWithTheFieldNamed(body: String, message: String) throws {
             let path = try temporaryFile(#"{ "channels": 2, "# + body + " }")
