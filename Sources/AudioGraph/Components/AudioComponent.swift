@@ -128,15 +128,22 @@ public enum AudioComponentRegistry {
         var scanned: [AudioComponent]?
     }
     static let state = ControlLock(State())
+    /// Held while providers scan, so threads that look up at once scan once: the others wait
+    /// and take what the first found (a plugin scan loads every LV2 bundle and LADSPA library).
+    /// Never taken inside `state`'s lock, which scanning does not hold.
+    static let scanning = ControlLock(())
 
     /// Every component, built-ins first, then registered ones, then providers' (scanning them
-    /// the first time).
+    /// the first time; a thread that asks while another scans waits for its answer).
     public static var all: [AudioComponent] {
-        let (registered, providers, scanned) = state.withLock { ($0.registered, $0.providers, $0.scanned) }
-        if let scanned { return builtIns + registered + scanned }
-        let found = providers.flatMap { $0.scan() }
-        state.withLock { if $0.scanned == nil { $0.scanned = found } }
-        return builtIns + registered + found
+        if let known = state.withLock({ s in s.scanned.map { (s.registered, $0) } }) { return builtIns + known.0 + known.1 }
+        return scanning.withLock { _ in
+            let (registered, providers, scanned) = state.withLock { ($0.registered, $0.providers, $0.scanned) }
+            if let scanned { return builtIns + registered + scanned }
+            let found = providers.flatMap { $0.scan() }
+            state.withLock { if $0.scanned == nil { $0.scanned = found } }
+            return builtIns + registered + found
+        }
     }
 
     /// The components matching `description` (0 fields match anything), in ``all``'s order.

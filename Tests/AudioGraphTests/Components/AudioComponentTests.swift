@@ -1,6 +1,10 @@
 // Tests, Components: finding units by description, instantiating them, adding nodes by description, registering components and providers.
 import AudioGraph
 import Synchronization
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 import AudioGraphTestSupport
 
@@ -95,6 +99,7 @@ struct AudioComponentTests {
                 let scans = Atomic<Int>(0)
                 func scan() -> [AudioComponent] {
                     scans.add(1, ordering: .relaxed)
+                    usleep(20_000)  // as a plugin scan takes time: lookups meanwhile overlap it
                     return [AudioComponent(try! AudioComponentDescription(type: "aufx", subType: "prov", manufacturer: "Test"),
                                            name: "Test: Provided", origin: "test provider") { MuteGateUnit() }]
                 }
@@ -107,6 +112,10 @@ struct AudioComponentTests {
             AudioComponentRegistry.refresh()
             _ = AudioComponentRegistry.all
             #expect(provider.scans.load(ordering: .relaxed) == 2, "refresh scans again")
+            // Threads that look up at once after a refresh scan once between them.
+            AudioComponentRegistry.refresh()
+            DispatchQueue.concurrentPerform(iterations: 4) { _ in _ = AudioComponentRegistry.all }
+            #expect(provider.scans.load(ordering: .relaxed) == 3, "four lookups at once, one scan")
         }
     }
 }
