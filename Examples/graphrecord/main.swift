@@ -128,7 +128,7 @@ do {
 
 // 3. The client (registers in_1…, out_1…); the server's rate sets the length of a --duration
 // without --rate. Then started (initializes the graph), connected, recording.
-ownServer.startForProcess(for: &client, tool: tool)
+let ownJACKServer = ownServer.startForProcess(for: &client, tool: tool)
 let driver = tool.openDriver(graph: graph, options: client.driverOptions(defaultName: "graphrecord"))
 if let duration, rate == nil { settings.frameLimit = frames(in: duration, at: Double(driver.sampleRate)) }
 let meter: LevelMeter, recorder: Recorder
@@ -154,7 +154,7 @@ do throws(RecorderError) {
 let fileRate = Int(recorder.settings.sampleRate!)
 var length = ""
 if let duration, let limit = recorder.settings.frameLimit { length = " for \(duration) s (\(limit) frames)" }
-tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(settings.sampleFormat.rawValue), \(fileRate) Hz)\(length)")
+tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(settings.sampleFormat.rawValue), \(fileRate) Hz)\(length)\(ownJACKServer.map { "; server '\($0.name)' started as a child jackd, driver \($0.driver)" } ?? "")")
 
 /// Every input channel's average and peak, and the frames in the file.
 func levelLine() -> String {
@@ -212,7 +212,7 @@ if let unusableRate {
 // 5. The recorder writes the rest and closes the file; then the client closes.
 do throws(RecorderError) {
     try recorder.stop()
-    tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)")
+    tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)\(ownJACKServer.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
     if !gaps.isEmpty {
         let total = Double(Int((gaps.reduce(0, +) * 100).rounded())) / 100
         tool.say("gaps: \(gaps.count) interruption\(gaps.count == 1 ? "" : "s"), \(total) s in all, not in the file")

@@ -115,8 +115,9 @@ struct ConnectionSpec: Hashable {
 struct ServerSpec: Equatable {
     /// The entry's name, as nodes' "server" fields give it.
     var name: String
-    /// The JACK server to join ("jack"), or nil for the usual one (--server, else
-    /// `$JACK_DEFAULT_SERVER`, else "default"; the first entry's default).
+    /// The JACK server to join ("jack"); for the first entry (io's) nil means the usual one
+    /// (--server, else `$JACK_DEFAULT_SERVER`, else "default"), and --server wins over it. The
+    /// other entries must name one.
     var jack: String?
     /// For a netjack2 slave of the first entry's server: the slave's client name on the master
     /// ("net"), or nil to find the one link there.
@@ -365,6 +366,9 @@ struct GraphFileReader {
             if let value = entry["net"] {
                 guard let text = value as? String, !text.isEmpty, !text.contains(":") else { throw error(at + [.key("net")], "must be the netjack2 slave's client name on the master (its -n), without ':'") }
                 net = text
+            }
+            if !servers.isEmpty && jack == nil {
+                throw error(at, "needs \"jack\": the JACK server its part joins (only the first entry, io's, defaults to the usual one)")
             }
             servers.append(ServerSpec(name: name, jack: jack, net: net, line: locator.line(of: at)))
         }

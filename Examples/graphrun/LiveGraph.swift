@@ -62,7 +62,9 @@ final class LiveGraph {
         /// (`mixer.inputParameters[0].pan 0 → -0.5`), in the file's order.
         var parameters: [String] = []
         var connectionsChanged = false
-        var isEmpty: Bool { added.isEmpty && removed.isEmpty && replaced.isEmpty && parameters.isEmpty && !connectionsChanged }
+        /// What changed in a split graph's other parts, as `on far: …`.
+        var otherParts: [String] = []
+        var isEmpty: Bool { added.isEmpty && removed.isEmpty && replaced.isEmpty && parameters.isEmpty && !connectionsChanged && otherParts.isEmpty }
         var description: String {
             var parts: [String] = []
             if !added.isEmpty { parts.append("added \(added.joined(separator: ", "))") }
@@ -72,6 +74,7 @@ final class LiveGraph {
                 parts.append("\(parameters.count) parameter\(parameters.count == 1 ? "" : "s") changed (\(parameters.joined(separator: ", ")))")
             }
             if connectionsChanged { parts.append("connections changed") }
+            parts += otherParts
             return parts.isEmpty ? "no change" : parts.joined(separator: "; ")
         }
     }

@@ -8,10 +8,11 @@
 //
 //   parent → child   {"apply": TEXT}      the file's text: the first makes the part and starts it
 //                    {"revert": true}     back to the version before the last apply
+//                    {"report": true}     the part's dump and its client's xruns
 //                    end of input         quit
 //   child → parent   {"ready": {...}}     after the first apply: client, server, rate, period and
 //                                         the latencies the round trip is made of, in frames
-//                    {"ok": "CHANGES"}    an apply or revert done
+//                    {"ok": "CHANGES"}    an apply or revert done ({"ok": DUMP, "xruns": N} for a report)
 //                    {"error": {...}}     refused (file, line, column, field, message): unchanged
 //
 // The child's diagnostics go to the shared stderr. When its server goes away the child ends
@@ -133,6 +134,13 @@ final class FarPart {
     /// A later version applied to the part; the changes it made (as the log line says them).
     func apply(text: String) throws(GraphFileError) -> String { try ask(.object([("apply", .string(text))]), timeout: 10_000)["ok"] as? String ?? "" }
 
+    /// The part's graph as `dump` shows it, and its client's xruns; nil when the child does
+    /// not answer within 2 s.
+    func report() -> (description: String, xruns: UInt64)? {
+        guard let answer = try? ask(.object([("report", .bool(true))]), timeout: 2_000) else { return nil }
+        return (answer["ok"] as? String ?? "", UInt64(answer["xruns"] as? Int ?? 0))
+    }
+
     /// Back to the version before the last apply (after another part refused its share).
     func revert() { _ = try? ask(.object([("revert", .bool(true))]), timeout: 10_000) }
 
@@ -214,6 +222,8 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
                 previous = before
                 driver.recomputeLatency()
                 writeProtocolLine(out, .object([("ok", .string(changes.description))]))
+            } else if object["report"] != nil {
+                writeProtocolLine(out, .object([("ok", .string(live.description)), ("xruns", .count(driver.xrunCount))]))
             } else if object["revert"] != nil {
                 if let previous { try live.apply(previous, reader: GraphFileReader(file: file, text: text)) }
                 previous = nil

@@ -20,6 +20,10 @@ final class RunStatus {
     private let live: LiveGraph
     private let driver: JACKDriver
     private var lastTick: Double = 0
+    /// The whole file as last applied (nil: io's part's), and each far part's report: its
+    /// server entry, client, server and xruns (a split graph's other processes).
+    var fileSpec: () -> GraphSpec? = { nil }
+    var farParts: () -> [(entry: String, client: String, server: String, xruns: UInt64)] = { [] }
 
     init(json: Bool, tool: Tool, file: String, live: LiveGraph, driver: JACKDriver) {
         self.json = json
@@ -38,7 +42,8 @@ final class RunStatus {
     /// xruns, DSP load (%, one decimal), the graph's failed render callbacks and the NaN/±Inf
     /// samples replaced with 0 (by the graph and by hosted plugins).
     func object(event: String) -> JSONValue {
-        let spec = live.spec
+        let spec = fileSpec() ?? live.spec
+        let parts = farParts()
         return .object([
             ("event", .string(event)), ("client", .string(driver.clientName)), ("server", .string(driver.serverName)),
             ("file", .string(file)), ("sampleRate", .integer(Int64(driver.sampleRate))), ("period", .integer(Int64(driver.bufferSize))),
@@ -46,13 +51,16 @@ final class RunStatus {
             ("nodes", .integer(Int64(spec?.nodes.count ?? 0))), ("connections", .integer(Int64(spec?.connections.count ?? 0))),
             ("xruns", .count(driver.xrunCount)), ("dspLoad", .number(driver.cpuLoad)),
             ("renderErrors", .count(live.graph.renderErrorCount)), ("nonFiniteSamples", .count(live.nonFiniteSampleCount)),
-        ])
+        ] + (parts.isEmpty ? [] : [("parts", .array(parts.map { part in
+            .object([("server", .string(part.entry)), ("client", .string(part.client)), ("jackServer", .string(part.server)), ("xruns", .count(part.xruns))])
+        }))]))
     }
 
     /// Answers the `status` command: one `status: …` line, or one JSON object.
     func answerStatus() {
         if json { emit(object(event: "status")); return }
-        tool.say("status: xruns \(driver.xrunCount), DSP load \(RunStatus.oneDecimal(driver.cpuLoad))%, render errors \(live.graph.renderErrorCount), non-finite \(live.nonFiniteSampleCount), server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize)")
+        let parts = farParts().map { "; part \"\($0.entry)\" ('\($0.client)' on '\($0.server)'): xruns \($0.xruns)" }.joined()
+        tool.say("status: xruns \(driver.xrunCount), DSP load \(RunStatus.oneDecimal(driver.cpuLoad))%, render errors \(live.graph.renderErrorCount), non-finite \(live.nonFiniteSampleCount), server '\(driver.serverName)', \(driver.sampleRate) Hz, period \(driver.bufferSize)\(parts)")
     }
 
     /// Each wake-up: with --json, a status object once a second.
@@ -65,9 +73,9 @@ final class RunStatus {
     }
 
     /// The last line.
-    func stopped(xruns: UInt64) {
+    func stopped(xruns: UInt64, serverStopped: String? = nil) {
         if json { emit(.object([("event", .string("stopped")), ("xruns", .count(xruns)), ("nonFiniteSamples", .count(live.nonFiniteSampleCount))])) }
-        else { tool.say("graphrun: stopped; \(xruns) xrun(s)") }
+        else { tool.say("graphrun: stopped; \(xruns) xrun(s)\(serverStopped.map { "; server '\($0)' (child jackd) stopped" } ?? "")") }
     }
 
     private func emit(_ value: JSONValue) { Tool.write(value.text + "\n") }

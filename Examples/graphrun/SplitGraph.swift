@@ -202,6 +202,8 @@ struct SplitPlan: Equatable {
 /// Thread: the main thread.
 final class SplitGraph {
     private(set) var plan: SplitPlan
+    /// The whole file as last applied.
+    private(set) var spec: GraphSpec?
     /// io's part.
     let main: LiveGraph
     /// The far parts, in the plan's order after io's (started by ``startFarParts(file:text:mainName:)``).
@@ -233,6 +235,14 @@ final class SplitGraph {
         }
     }
 
+    /// io's part's dump, then each far part's, headed by where it runs (`dump`).
+    var description: String {
+        far.reduce(main.description) { text, part in
+            let where_ = part.ready.map { " ('\($0.client)' on JACK server '\($0.server)')" } ?? ""
+            return text + "\npart \"\(part.serverName)\"\(where_): " + (part.report()?.description ?? "(no answer)")
+        }
+    }
+
     /// Ends the far parts' children.
     func stop() { for child in far { child.stop() } }
 
@@ -245,20 +255,33 @@ final class SplitGraph {
     @discardableResult
     func apply(_ new: GraphSpec, text: String, reader: GraphFileReader) throws(GraphFileError) -> LiveGraph.Changes {
         let newPlan = try SplitPlan.make(new, reader: reader)
-        guard let old = main.spec else { return try main.apply(newPlan.parts[0].spec, reader: reader) }
-        if new.servers != old.servers {
+        guard let old = main.spec, let oldFile = spec else {
+            let changes = try main.apply(newPlan.parts[0].spec, reader: reader)
+            spec = new
+            return changes
+        }
+        if new.servers != oldFile.servers {
             throw reader.error([.key("servers")], "the servers cannot change while running; restart graphrun")
         }
         if newPlan != plan {
-            let index = newPlan.crossings.first { !plan.crossings.contains($0) }?.connection
-            throw reader.error(index.map { [.key("connections"), .index($0)] } ?? [.key("connections")],
-                               "the edges between servers (which nodes run where, and what crosses) cannot change while running; restart graphrun")
+            // Named where the user changed it: a node moved to another server, else an edge.
+            let oldServers = Dictionary(oldFile.nodes.map { ($0.id, $0.server) }, uniquingKeysWith: { a, _ in a })
+            let path: [JSONPathStep]
+            if let moved = new.nodes.firstIndex(where: { node in oldServers[node.id].map { $0 != node.server } ?? false }) {
+                path = [.key("nodes"), .index(moved), .key("server")]
+            } else if let index = newPlan.crossings.first(where: { !plan.crossings.contains($0) })?.connection
+                        ?? plan.crossings.first(where: { !newPlan.crossings.contains($0) })?.connection {
+                path = [.key("connections"), .index(min(index, new.connections.count - 1))]
+            } else {
+                path = [.key("connections")]
+            }
+            throw reader.error(path, "the edges between servers (which nodes run where, what crosses, in which order) cannot change while running; restart graphrun")
         }
         var changes = try main.apply(newPlan.parts[0].spec, reader: reader)
         for (index, child) in far.enumerated() {
             do {
                 let said = try child.apply(text: text)
-                if said != "no change" { changes.parameters.append("on \(child.serverName): \(said)") }
+                if said != "no change" { changes.otherParts.append("on \(child.serverName): \(said)") }
             } catch {
                 for done in far[..<index] { done.revert() }
                 _ = try? main.apply(old, reader: reader)
@@ -266,6 +289,7 @@ final class SplitGraph {
             }
         }
         plan = newPlan
+        spec = new
         return changes
     }
 
@@ -276,20 +300,26 @@ final class SplitGraph {
     /// master's exchange (measured: 4 periods at -l 2, 5 at -l 3), and the far part's own
     /// latency — and io's graph re-plans.
     /// - Returns: notes to print, one per far part.
-    /// - Throws: ``SplitGraphError`` when no link is found or it has too few channels; JACK's
+    /// - Throws: ``GraphFileError`` naming the entry when no link is found or it has too few channels; JACK's
     ///   errors from connecting; the graph's from re-planning.
-    func link(_ main: JACKDriver, servers: [ServerSpec]) throws -> [String] {
+    func link(_ main: JACKDriver, spec: GraphSpec, reader: GraphFileReader) throws -> [String] {
         guard plan.parts.count > 1 else { return [] }
+        let servers = spec.servers
         var notes: [String] = []
         let links = Set(((try? main.ports(matching: ":to_slave_1$", sources: false)) ?? []).map { String($0.dropLast(":to_slave_1".count)) })
         for (index, part) in plan.parts.enumerated().dropFirst() {
             let server = servers[part.server], ready = far[index - 1].ready!
             let name: String
+            let there = links.isEmpty
+                ? "io's server '\(main.serverName)' has no netjack2 link (no client with to_slave_ ports): io must run on the netjack2 master (jack_load netmanager there), with '\(ready.server)' its slave"
+                : "io's server '\(main.serverName)' has the netjack2 links \(links.sorted().map { "'\($0)'" }.joined(separator: ", "))"
             if let net = server.net {
-                guard links.contains(net) else { throw SplitGraphError.noLink(server: server.name, named: net, found: links.sorted()) }
+                guard links.contains(net) else { throw reader.error([.key("servers"), .key(server.name), .key("net")], "no netjack2 link '\(net)': \(there)") }
                 name = net
             } else {
-                guard links.count == 1, plan.parts.count == 2 else { throw SplitGraphError.noLink(server: server.name, named: nil, found: links.sorted()) }
+                guard links.count == 1, plan.parts.count == 2 else {
+                    throw reader.error([.key("servers"), .key(server.name)], links.isEmpty ? there : "which netjack2 link carries it? \(there); name it with \"net\": \"CLIENT\"")
+                }
                 name = links.first!
             }
             let escaped = name.map { "\\^$.|?*+()[]{}".contains($0) ? "\\\($0)" : "\($0)" }.joined()
@@ -299,8 +329,8 @@ final class SplitGraph {
             let returns = plan.crossings.filter { $0.farServer == part.server && !$0.outbound }
             let sends = outbound.reduce(0) { $0 + $1.channels }, backs = returns.reduce(0) { $0 + $1.channels }
             guard toSlave.count >= sends, fromSlave.count >= backs else {
-                throw SplitGraphError.tooFewChannels(server: server.name, link: name, toSlave: toSlave.count, needed: sends,
-                                                     fromSlave: fromSlave.count, neededBack: backs)
+                throw reader.error([.key("servers"), .key(server.name)],
+                                   "the netjack2 link '\(name)' has \(toSlave.count) channel(s) to the slave and \(fromSlave.count) back; the edges to \"\(server.name)\" need \(sends) and \(backs) (start the slave with -C \(max(sends, toSlave.count)) -P \(max(backs, fromSlave.count)))")
             }
             var k = 0
             for crossing in outbound {
@@ -323,23 +353,5 @@ final class SplitGraph {
         try self.main.graph.update()
         main.recomputeLatency()
         return notes
-    }
-}
-
-/// Why the parts of a split graph could not be linked.
-enum SplitGraphError: Error, CustomStringConvertible {
-    case noLink(server: String, named: String?, found: [String])
-    case tooFewChannels(server: String, link: String, toSlave: Int, needed: Int, fromSlave: Int, neededBack: Int)
-
-    var description: String {
-        switch self {
-        case .noLink(let server, let named, let found):
-            let there = found.isEmpty ? "io's server has no netjack2 link (no client with to_slave_ ports; on the master: jack_load netmanager)"
-                                      : "io's server has the netjack2 links \(found.map { "'\($0)'" }.joined(separator: ", "))"
-            if let named { return "servers: \"\(server)\": no netjack2 link '\(named)': \(there)" }
-            return "servers: \"\(server)\": which netjack2 link carries it? \(there); name it with \"net\": \"CLIENT\""
-        case .tooFewChannels(let server, let link, let toSlave, let needed, let fromSlave, let neededBack):
-            return "servers: \"\(server)\": the netjack2 link '\(link)' has \(toSlave) channel(s) to the slave and \(fromSlave) back; the edges to \"\(server)\" need \(needed) and \(neededBack) (start the slave with -C \(max(needed, toSlave)) -P \(max(neededBack, fromSlave)))"
-        }
     }
 }

@@ -59,13 +59,15 @@ file format (see Examples/graphthru.json):
                      { "from": "mixer", "to": "io" } ] }
 
 one graph across JACK servers (see Docs/NetJACK.md): "servers" lists them, io's first, and a
-node's "server" places it (without one, it runs with io). Each other server's part runs in a
-graphrun of its own, as client NAME-SERVER; an edge between servers is carried over extra
-ports (io's client: in_/out_ after the file's channels) that graphrun connects to the netjack2
-link when io's server is its master ("net": the slave's client name there, needed with more
-than one link), and the round trip it adds is compensated. Every crossing edge has io's
-server at one end. While running, live edits reach every part, all or none; which node runs
-where, and the servers, need a restart. --reconnect is for a graph on one server.
+node's "server" places it (without one, it runs with io). Each entry's "jack" is the JACK server
+its part joins (the first's defaults to the usual one, and --server wins over it). Each other
+server's part runs in a graphrun of its own, as client NAME-SERVER; an edge between servers is
+carried over extra ports (io's client: in_/out_ after the file's channels) that graphrun
+connects to the netjack2 link when io's server is its master ("net": the slave's client name
+there, needed with more than one link), and the round trip it adds is compensated. Every
+crossing edge has io's server at one end. While running, live edits reach every part, all or
+none; which node runs where, what crosses, and the servers need a restart. `dump` and `status`
+cover every part. --reconnect is for a graph on one server.
   "servers": { "here": {}, "far": { "jack": "SLAVE-SERVER-NAME", "net": "SLAVE-CLIENT" } },
   "nodes": [ …, { "id": "gate", "type": "mutegate", "server": "far" } ]
 """
@@ -108,7 +110,7 @@ while let argument = arguments.next() {
     }
 }
 guard let filePath else { tool.fail("no graph file given (see --help)", status: ExitStatus.usage) }
-if let partServer { runPart(server: partServer, file: filePath, clientName: client.name, tool: tool) }
+if let partServer { runPart(server: partServer, file: filePath, clientName: client.name, tool: Tool(name: "graphrun (part \"\(partServer)\")")) }
 ownServer.check(tool: tool)
 if ownServer.driver != nil && (checkOnly || partServer != nil) { tool.fail("--start-server is for a run (not --check)", status: ExitStatus.usage) }
 if checkRate != nil && !checkOnly { tool.fail("--rate is for --check (a run uses the server's rate)", status: ExitStatus.usage) }
@@ -122,7 +124,12 @@ if checkOnly {
     let note = checkRate == nil ? "the default; --rate HZ checks at another" : "--rate"
     let reader = GraphFileReader(file: filePath, text: file.text, sampleRate: Double(rate), rateNote: "checked at \(rate) Hz, \(note)")
     let spec: GraphSpec
-    do { spec = try reader.read(); _ = try SplitPlan.make(spec, reader: reader) } catch { tool.fail("\(error)", status: ExitStatus.usage) }
+    do {
+        spec = try reader.read()
+        if try SplitPlan.make(spec, reader: reader).parts.count > 1 && client.reconnect {
+            tool.fail("--reconnect is for a graph on one server (this file's runs on more)", status: ExitStatus.usage)
+        }
+    } catch { tool.fail("\(error)", status: ExitStatus.usage) }
     tool.say("graphrun: \(filePath) is valid at \(rate) Hz (\(note)): \(spec.nodes.count) node(s), \(spec.connections.count) connection(s), \(spec.channels) channel(s)")
     exit(ExitStatus.success)
 }
@@ -143,14 +150,21 @@ let split: SplitGraph
 do { split = try SplitGraph(firstPlan) } catch { tool.fail("could not make the graph: \(error)") }
 let live = split.main
 client.channels = firstSpec.channels
+// io joins the first "servers" entry's "jack", unless --server says otherwise.
+if client.server == nil, let jack = firstSpec.servers.first?.jack { client.server = jack }
 var mainOptions = client.driverOptions(defaultName: firstSpec.name ?? "graphrun")
 mainOptions.inputChannels = firstPlan.parts[0].inputPorts
 mainOptions.outputChannels = firstPlan.parts[0].outputPorts
 // The returns from other servers arrive with their round trip, which the graph reports itself.
 if firstPlan.parts.count > 1 { mainOptions.latencyPorts = firstSpec.channels }
-ownServer.startForProcess(for: &client, tool: tool)
+let ownJACKServer = ownServer.startForProcess(for: &client, tool: tool)
 mainOptions.serverName = client.server
 let driver = tool.openDriver(graph: live.graph, options: mainOptions)
+// A far part on io's own server would be linked to nothing: refused, naming the entry.
+if let same = firstSpec.servers.dropFirst().first(where: { $0.jack == driver.serverName }) {
+    driver.close()
+    tool.fail("\(firstReader.error([.key("servers"), .key(same.name), .key("jack")], "\"\(same.name)\" joins the JACK server io runs on ('\(driver.serverName)'); give it a server of its own"))", status: ExitStatus.usage)
+}
 @MainActor func closeAll() { split.stop(); driver.close() }
 // The file once more, now that the server's rate gives the bounds that follow it (the cutoff's
 // top), made into the graph.
@@ -172,7 +186,7 @@ do { try split.startFarParts(file: filePath, text: file.text, mainName: driver.c
 do {
     // io's own channels only: the ports after them carry the edges to other servers.
     for note in try client.routing.connect(driver, channels: firstSpec.channels) { tool.complain(note) }
-    for note in try split.link(driver, servers: firstSpec.servers) { tool.complain(note) }
+    for note in try split.link(driver, spec: firstSpec, reader: firstReader) { tool.complain(note) }
 } catch let error as JACKDriverError {
     closeAll()
     tool.fail("\(error)", status: ExitStatus.connecting(error))
@@ -181,7 +195,9 @@ do {
     tool.fail("\(error)")
 }
 let runStatus = RunStatus(json: json, tool: tool, file: filePath, live: live, driver: driver)
-runStatus.say(event: "running", "graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)")
+runStatus.fileSpec = { split.spec }
+runStatus.farParts = { split.far.map { part in (part.serverName, part.ready?.client ?? "", part.ready?.server ?? "", part.report()?.xruns ?? 0) } }
+runStatus.say(event: "running", "graphrun: running \(filePath) as '\(driver.clientName)' on JACK server '\(driver.serverName)', \(driver.sampleRate) Hz: \(firstSpec.nodes.count) node(s), \(firstSpec.connections.count) connection(s)\(ownJACKServer.map { " (server started as a child jackd, driver \($0.driver))" } ?? "")")
 
 /// Whether the last version read was refused (then a new server rate, which moves the bounds,
 /// has it read again).
@@ -209,7 +225,7 @@ var lastVersionRefused = false
     switch command {
     case "": break
     case "reload": reload(force: true)
-    case "dump": runStatus.say(live.description)
+    case "dump": runStatus.say(split.description)
     case "status": runStatus.answerStatus()
     case "quit", "q", "exit": return false
     default: tool.complain("unknown command '\(command)' (reload, dump, status, quit)")
@@ -239,5 +255,5 @@ loop.onSampleRateFollowed = {
 let status = loop.run()
 let xruns = driver.xrunCount
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) { closeAll() }
-runStatus.stopped(xruns: xruns)
+runStatus.stopped(xruns: xruns, serverStopped: ownJACKServer?.name)
 exit(status)

@@ -196,7 +196,7 @@ public final class JACKServer: @unchecked Sendable {
             var address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
             var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
             guard inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil else { return nil }
-            return NetSlave(address: String(cString: text), port: port)
+            return NetSlave(address: String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), port: port)
         }
 
         /// The `net` driver's options: `-a ADDRESS -p PORT [-C N] [-P N] [-l N] [-n NAME]`.

@@ -128,6 +128,7 @@ extension JACKIntegration {
             let file = try #require(readAudioFile(path), "graphrecord wrote no readable file")
             #expect(exactOccurrence(of: speech, in: file.channels[0]) != nil, "the speech is not in the recording bit-exact")
             #expect(!TestServer.waitForServer(recordServer, seconds: 0.5), "the started slave outlived graphrecord")
+            #expect(record.stdout.contains("server '\(recordServer)' started as a child jackd, driver net") && record.stdout.contains("server '\(recordServer)' (child jackd) stopped"), "\(record.stdout)")
 
             // graphrun on its slave passes it back, bit-exact.
             let runServer = "ag-net-run-\(getpid())"
@@ -143,6 +144,7 @@ extension JACKIntegration {
             run.send("quit")
             #expect(run.waitForExit() == 0, "\(run.stderr)")
             #expect(!TestServer.waitForServer(runServer, seconds: 0.5), "the started slave outlived graphrun")
+            #expect(run.stdout.contains("(server started as a child jackd, driver net)") && run.stdout.contains("server '\(runServer)' (child jackd) stopped"), "\(run.stdout)")
         }
 
         @Test func startServerNetWithoutAMasterFailsWithStatusOneSayingHowToLoadNetmanager() throws {

@@ -7,10 +7,10 @@ extension JACKIntegration {
     @Suite("graphrun: one graph across two servers (netjack2 on loopback)")
     struct SplitGraphTests {
         /// A file with io on the master and `far` on the slave, `nodes` and `connections` as JSON.
-        static func splitFile(name: String, slave: String, nodes: String, connections: String) -> String {
+        static func splitFile(name: String, slave: String, nodes: String, connections: String, here: String = "{}") -> String {
             """
             { "name": "\(name)", "channels": 2,
-              "servers": { "here": {},
+              "servers": { "here": \(here),
                            "far": { "jack": "\(slave)" } },
               "nodes": [ \(nodes) ],
               "connections": [ \(connections) ] }
@@ -83,6 +83,12 @@ extension JACKIntegration {
             let tool = try ToolProcess("graphrun", [path, "--no-autoconnect"], server: link.master.name)
             #expect(tool.waitFor("graphrun: running", timeout: 20), "\(tool.stderr)")
             let roundTrip = try #require(SplitGraphTests.roundTrip(in: tool.stderr), "no round trip said: \(tool.stderr)")
+            // dump and status cover the far part too.
+            tool.send("dump")
+            #expect(tool.waitFor("part \"far\" ('\(name)-far' on JACK server '\(slave.name)'): AudioGraph"), "\(tool.stdout)")
+            #expect(tool.waitFor("gate: muteGate"), "\(tool.stdout)")
+            tool.send("status")
+            #expect(tool.waitFor("; part \"far\" ('\(name)-far' on '\(slave.name)'): xruns"), "\(tool.stdout)")
             // The far part is a client of the slave, its ports on the slave's system ports.
             #expect(NetLink.waitForPort("\(name)-far:in_1", on: slave.name, seconds: 5))
 
@@ -111,7 +117,7 @@ extension JACKIntegration {
             #expect(muted.allSatisfy { $0 == 0 }, "the gate on the slave muted: \(muted.map(abs).max() ?? 0)")
             try SplitGraphTests.splitFile(name: name, slave: slave.name, nodes: nodes.replacingOccurrences(of: #""server": "far" "#, with: ""),
                                           connections: connections).write(toFile: path, atomically: true, encoding: .utf8)
-            #expect(tool.waitForError("cannot change while running", timeout: 10), "\(tool.stderr)")
+            #expect(tool.waitForError(":5: nodes[1].server: the edges between servers", timeout: 10), "named where it moved: \(tool.stderr)")
             tool.send("quit")
             #expect(tool.waitForExit() == 0, "\(tool.stderr)")
             #expect(NetLink.waitForPortGone("\(name)-far:in_1", on: slave.name, seconds: 5), "the far part's client closed with graphrun")
@@ -144,6 +150,36 @@ extension JACKIntegration {
             #expect(tool.waitForExit() == 0, "\(tool.stderr)")
         }
 
+        @Test func ioJoinsTheFirstEntrysServerAndAPartOnIosOwnServerIsRefused() throws {
+            let link = try NetLink(tag: "sgsrv")
+            let slave = try #require(link.slave)
+            let nodes = #"{ "id": "gate", "type": "mutegate", "server": "far" }"#
+            let connections = #"{ "from": "io", "to": "gate" }, { "from": "gate", "to": "io" }"#
+            // io's server from the file, whatever $JACK_DEFAULT_SERVER says.
+            let name = "sg-srv-\(getpid())"
+            let path = try temporaryFile(SplitGraphTests.splitFile(name: name, slave: slave.name, nodes: nodes, connections: connections,
+                                                                   here: #"{ "jack": "\#(link.master.name)" }"#))
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let tool = try ToolProcess("graphrun", [path, "--no-autoconnect"], server: "ag-no-such-server")
+            #expect(tool.waitFor("on JACK server '\(link.master.name)'", timeout: 20), "\(tool.stdout) \(tool.stderr)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            // A "far" that is io's own server (here by the usual name) is refused: status 2.
+            let same = try temporaryFile(SplitGraphTests.splitFile(name: name, slave: link.master.name, nodes: nodes, connections: connections))
+            defer { try? FileManager.default.removeItem(atPath: same) }
+            let refused = try ToolProcess("graphrun", [same, "--no-autoconnect"], server: link.master.name)
+            #expect(refused.waitForExit(timeout: 15) == 2, "\(refused.stderr)")
+            #expect(refused.stderr.contains("servers.far.jack: \"far\" joins the JACK server io runs on"), "\(refused.stderr)")
+            // A "net" link that is not there names the field, with the links there are.
+            let wrong = try temporaryFile(SplitGraphTests.splitFile(name: name, slave: slave.name, nodes: nodes, connections: connections)
+                .replacingOccurrences(of: #""jack": "\#(slave.name)""#, with: #""jack": "\#(slave.name)", "net": "nosuchlink""#))
+            defer { try? FileManager.default.removeItem(atPath: wrong) }
+            let unlinked = try ToolProcess("graphrun", [wrong, "--no-autoconnect"], server: link.master.name)
+            #expect(unlinked.waitForExit(timeout: 20) == 1, "\(unlinked.stderr)")
+            #expect(unlinked.stderr.contains("servers.far.net: no netjack2 link 'nosuchlink': io's server '\(link.master.name)' has the netjack2 links '\(link.slaveClient)'"), "\(unlinked.stderr)")
+            #expect(NetLink.waitForPortGone("\(name)-far:in_1", on: slave.name, seconds: 5), "the far part stopped with it")
+        }
+
         @Test func theSlaveDyingEndsTheSplitGraphWithStatusOne() throws {
             let link = try NetLink(tag: "sgdies")
             let slave = try #require(link.slave)
@@ -156,6 +192,7 @@ extension JACKIntegration {
             slave.kill()
             #expect(tool.waitForExit(timeout: 10) == 1, "\(tool.stderr)")
             #expect(tool.stderr.contains("the part on \"far\""), "\(tool.stderr)")
+            #expect(tool.stderr.contains("graphrun (part \"far\"): the JACK server shut down"), "the far part says whose server: \(tool.stderr)")
         }
 
         @Test(arguments: [
@@ -165,7 +202,8 @@ extension JACKIntegration {
              "must be one of the file's servers: here, far"),
             (#""nodes": [ { "id": "a", "type": "mutegate", "server": "far" } ], "connections": []"#, "the file lists none"),
             (#""servers": { "here": { "net": "x" } }, "nodes": [], "connections": []"#, "the first server runs io"),
-            (#""servers": { "here": {}, "far": {} }, "nodes": [], "connections": []"#, "joins the same JACK server as \"here\""),
+            (#""servers": { "here": {}, "far": {} }, "nodes": [], "connections": []"#, "servers.far: needs \"jack\""),
+            (#""servers": { "here": { "jack": "x" }, "far": { "jack": "x" } }, "nodes": [], "connections": []"#, "joins the same JACK server as \"here\""),
             (#""servers": { "here": {}, "far": { "jack": "x", "port": 3 } }, "nodes": [], "connections": []"#, "port"),
             (#""servers": [], "nodes": [], "connections": []"#, "must be an object of named servers"),
             (#""nodes": [ { "id": "@out", "type": "mutegate" } ], "connections": []"#, "not starting with '@'"),
