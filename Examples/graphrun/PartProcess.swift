@@ -165,7 +165,7 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
         refuse(GraphFileError(file: file, line: 0, field: "servers.\(server)", message: message), status: status)
     }
     guard let first = readProtocolLine(STDIN_FILENO), let text = first["apply"] as? String else { exit(ExitStatus.usage) }
-    // A terminal's ^C, ^\\ and hang-up reach the whole process group: the parent quits and
+    // A terminal's ^C, ^\ and hang-up reach the whole process group: the parent quits and
     // closes this part's input, which ends it in order. SIGTERM (sent to this process) ends it too.
     for signal in [SIGINT, SIGQUIT, SIGHUP] { _ = Glibc.signal(signal, SIG_IGN) }
     QuitSignals.install([SIGTERM])
@@ -236,6 +236,8 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
     }
     let loop = MainLoop(tool: tool, driver: driver, input: .lines(command))
     loop.isDone = { !loop.inputOpen }
+    // A slave follows its master's rate: the part's units are made at the new one from then on.
+    loop.onSampleRateFollowed = { live.sampleRate = Double(driver.sampleRate) }
     let status = loop.run()
     QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }
     exit(status)
