@@ -40,6 +40,14 @@ let package = Package(
             pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]
         ),
+        // libebur128 from Debian's libebur128-dev (MIT): EBU R128 / ITU-R BS.1770 loudness
+        // (momentary, short-term, integrated, loudness range) and true peak.
+        .systemLibrary(
+            name: "CEBUR128",
+            path: "Sources/CEBUR128",
+            pkgConfig: "libebur128",
+            providers: [.apt(["libebur128-dev"])]
+        ),
         // libsamplerate from Debian's libsamplerate0-dev: sample-rate conversion. src_process
         // works in memory allocated by src_new, so it may run on the render thread.
         .systemLibrary(
@@ -80,7 +88,7 @@ let package = Package(
         // transforms.
         .target(
             name: "AudioGraph",
-            dependencies: ["CSampleRate", "CJack", "CSndFile", "CKissFFT", "CSoundTouch"],
+            dependencies: ["CSampleRate", "CJack", "CSndFile", "CKissFFT", "CSoundTouch", "CEBUR128"],
             path: "Sources/AudioGraph"
         ),
         // The JACK driver: a client whose process callback pulls the graph.

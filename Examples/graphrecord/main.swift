@@ -46,7 +46,8 @@ replaced. Its header is rewritten on every write, so even `kill -9` leaves a rea
 
 output: `recording graphrecord:in_1… to FILE (wav, float32, 48000 Hz)` at start; once a second
 `level (dBFS RMS/peak): in_1 -20.0/-6.5, in_2 -160.0/-160.0; 237568 frames written` (-160.0 is
-digital silence); at the end `recorded N frames to FILE (D dropped)`. With --reconnect, each
+digital silence); at the end `recorded N frames to FILE (D dropped)` and the EBU R128 loudness
+of what came in, `integrated loudness -23.0 LUFS, true peak -23.0 dBTP` (libebur128). With --reconnect, each
 time the server is back `gap: 2.41 s (115680 frames at 48000 Hz) missing after frame 96000 of
 the file`, and at the end `gaps: 1 interruption, 2.41 s in all, not in the file`.
 
@@ -131,12 +132,14 @@ do {
 let ownJACKServer = ownServer.startForProcess(for: &client, tool: tool)
 let driver = tool.openDriver(graph: graph, options: client.driverOptions(defaultName: "graphrecord"))
 if let duration, rate == nil { settings.frameLimit = frames(in: duration, at: Double(driver.sampleRate)) }
-let meter: LevelMeter, recorder: Recorder
+let meter: LevelMeter, recorder: Recorder, loudness: LoudnessMeter
 do {
     try driver.start()
     // Unconnected channels record silence, as asked; ports left over are said.
     for note in try client.routing.connect(driver) { tool.complain(note) }
     meter = try graph.installLevelMeter(on: ioNode, element: IOUnit.inputElement)
+    // EBU R128 loudness of what comes in while recording (libebur128, off the render thread).
+    loudness = try LoudnessMeter(graph: graph, node: ioNode, element: IOUnit.inputElement)
 } catch {
     driver.close()
     tool.fail("\(error)", status: (error as? JACKDriverError).map(ExitStatus.connecting) ?? ExitStatus.failure)
@@ -212,7 +215,10 @@ if let unusableRate {
 // 5. The recorder writes the rest and closes the file; then the client closes.
 do throws(RecorderError) {
     try recorder.stop()
+    try? loudness.stop()
     tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)\(ownJACKServer.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
+    func one(_ x: Double) -> String { tenths(Float(x)) }
+    tool.say("integrated loudness \(loudness.integratedLoudness.map { one($0) + " LUFS" } ?? "none (nothing above the -70 LUFS gate)"), true peak \(loudness.truePeak.map { one($0) + " dBTP" } ?? "none (digital silence)")")
     if !gaps.isEmpty {
         let total = Double(Int((gaps.reduce(0, +) * 100).rounded())) / 100
         tool.say("gaps: \(gaps.count) interruption\(gaps.count == 1 ? "" : "s"), \(total) s in all, not in the file")

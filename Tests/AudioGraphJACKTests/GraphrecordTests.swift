@@ -37,6 +37,38 @@ extension JACKIntegration {
             #expect(levels.contains { !$0.contains("in_3 -160.0/-160.0") }, "in_3 shows the speech: \(levels)")
         }
 
+        /// At exit graphrecord says the EBU R128 loudness of what came in: a 1 kHz sine at −23
+        /// dBFS on its one channel reads −26.0 LUFS (BS.1770 sums channels: one is 3 dB below
+        /// two), true peak −23.0 dBTP; the silence around it is gated out. Silence alone reads none.
+        @Test func atExitItSaysTheIntegratedLoudnessAndTruePeakOfWhatCameIn() throws {
+            let amplitude = Float(pow(10, -23.0 / 20))
+            // 6 s, faded in and out over 50 ms (an abrupt start rings in the true-peak interpolator;
+            // fades this short move the integrated loudness by under 0.05 LU).
+            let tone = (0..<288_000).map { i -> Float in
+                let fade = Float(min(1, Double(min(i, 288_000 - i)) / 2_400))
+                return amplitude * fade * Float(sin(2 * Double.pi * 1000 * Double(i) / 48_000))
+            }
+            let path = "/tmp/ag-grec-loud-\(getpid()).wav"
+            defer { unlink(path) }
+            let name = "grec-loud-\(getpid())"
+            let probe = ProbeClient(server: server, name: "probe-grec-loud", play: tone, captureFrames: tone.count + 24_000)
+            let tool = try ToolProcess("graphrecord", ["--name", name, "--channels", "1", "--input", probe.outPort, path], server: server)
+            #expect(tool.waitFor("recording"), "startup: \(tool.stdout) \(tool.stderr)")
+            _ = probe.run()
+            kill(tool.process.processIdentifier, SIGINT)
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            let line = try #require(tool.stdout.split(separator: "\n").first { $0.hasPrefix("integrated loudness") }, "\(tool.stdout)")
+            // The 0.4 s gating blocks that straddle the tone's ends and the silence count (within
+            // the relative gate) and take up to 0.1 LU off.
+            let words = line.split(separator: " ")
+            let integrated = try #require(Double(words[2])), peak = try #require(Double(words[6]))
+            #expect(abs(integrated - -26.0) <= 0.15 && words[3] == "LUFS," && abs(peak - -23.0) <= 0.1 && words[7] == "dBTP", "\(line)")
+
+            let silent = try ToolProcess("graphrecord", ["--name", name, "--input", "system:capture_1", "--duration", "0.5", path], server: server)
+            #expect(silent.waitForExit() == 0, "\(silent.stderr)")
+            #expect(silent.stdout.contains("integrated loudness none (nothing above the -70 LUFS gate), true peak none (digital silence)"), "\(silent.stdout)")
+        }
+
         /// --duration stops by itself with exactly SECONDS × rate frames in the file, at the
         /// server's rate or at --rate's.
         @Test(arguments: [(["--duration", "0.75"], 36_000, 48_000), (["--duration", "0.5", "--rate", "16000", "--format", "int16"], 8_000, 16_000)])
