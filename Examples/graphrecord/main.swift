@@ -1,4 +1,4 @@
-// graphrecord: records JACK input to a WAV or FLAC file until SIGINT/SIGTERM/SIGHUP/SIGQUIT or a --duration, showing every input channel's level (the example of the TapsMetersRecording article, Sources/AudioGraph/AudioGraph.docc).
+// graphrecord: records JACK input to a WAV, FLAC, Opus, Vorbis or MP3 file until SIGINT/SIGTERM/SIGHUP/SIGQUIT or a --duration, showing every input channel's level (the example of the TapsMetersRecording article, Sources/AudioGraph/AudioGraph.docc).
 //
 // The chain is IO input → IO output (a monitor); a Recorder and a LevelMeter watch IO element 1
 // (the device input). Every write updates the file's header, so even `kill -9` leaves a
@@ -14,7 +14,7 @@ import Glibc
 let usage = """
 usage: graphrecord [options] FILE
 
-Records JACK input to FILE (WAV or FLAC, by its extension) until SIGINT (Ctrl-C), SIGTERM,
+Records JACK input to FILE (WAV, FLAC, Opus, Vorbis or MP3, by its extension) until SIGINT (Ctrl-C), SIGTERM,
 SIGHUP or SIGQUIT, or for --duration seconds, printing every input channel's level once a second.
   in_1…in_N → IO unit → recorder and level meter on the device input
   out_1…out_N play what comes in, as it comes (to monitor; connected only by you)
@@ -34,15 +34,21 @@ options:
                       end; a server back at another rate is resampled to the file's rate
                       (without --reconnect: exit 1, the file complete up to the shutdown)
   --format F          int16, int24 or float32 (default: float32 for WAV, int24 for FLAC, which
-                      holds integers only)
+                      holds integers only); not for the compressed types
+  --quality Q         for .opus, .ogg and .mp3: 0 (smallest file) … 1 (best); default the
+                      codec's (Opus: 6 + 250 × Q kbit/s per channel)
+  --bit-rate BPS      for .opus: the target bit rate, all channels, 6000…256000 per channel
   --rate HZ           the file's sample rate, 1…768000, converted from the server's (default:
                       the server's; within 1/256…256 times it)
   --duration SECONDS  stop by itself once the file holds SECONDS × rate frames, exactly (the
                       rate is --rate's, else the server's)
   --help              show this help
 
-FILE: .wav or .wave (RIFF WAVE, RF64 past 4 GiB) or .flac, any case; an existing file is
-replaced. Its header is rewritten on every write, so even `kill -9` leaves a readable file.
+FILE: .wav or .wave (RIFF WAVE, RF64 past 4 GiB), .flac, .opus (Ogg Opus: 8, 12, 16, 24 or
+48 kHz; another --rate is recorded at the next of those and said), .ogg or .oga (Ogg Vorbis),
+.mp3 (at the MPEG rates, likewise), any case; AAC/.m4a is not available (libsndfile has no AAC
+encoder: Opus is its equivalent). An existing file is replaced. A WAV or FLAC header is
+rewritten on every write, so even `kill -9` leaves a readable file.
 
 output: `recording graphrecord:in_1… to FILE (wav, float32, 48000 Hz)` at start; once a second
 `level (dBFS RMS/peak): in_1 -20.0/-6.5, in_2 -160.0/-160.0; 237568 frames written` (-160.0 is
@@ -55,7 +61,8 @@ exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or the --duration, with
 fails (no server, server gone without --reconnect, a port that does not exist) or a write fails
 (disk full: the file keeps what was written); 2 for bad options, refused before JACK is joined: an unknown
 option, a second FILE, a name JACK cannot take, a FILE that cannot be created (an extension
-other than .wav or .flac, a missing or read-only directory), a --format the type cannot hold,
+other than those above, a missing or read-only directory), a --format the type cannot hold,
+a --quality or --bit-rate out of range or for a type that takes none,
 a bad --rate or --duration (a --rate too far from the server's is found once it is joined).
 """
 
@@ -82,6 +89,8 @@ var ownServer = ServerStartOptions()
 var sampleFormat: RecordingSettings.SampleFormat?
 var rate: Double?
 var duration: Double?
+var quality: Double?
+var bitRate: Int?
 var path: String?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
@@ -91,6 +100,11 @@ while let argument = arguments.next() {
     case "--help", "-h": tool.help(usage)
     case "--format": sampleFormat = arguments.sampleFormat(for: argument)
     case "--rate": rate = Double(arguments.integer(for: argument, in: 1...Int(StreamFormat.maximumSampleRate)))
+    case "--quality":
+        let text = arguments.value(for: argument)
+        guard let q = Double(text), q >= 0, q <= 1 else { tool.fail("--quality takes 0 (smallest) … 1 (best), not '\(text)'", status: ExitStatus.usage) }
+        quality = q
+    case "--bit-rate": bitRate = arguments.integer(for: argument, in: 6_000...(256_000 * 64))
     case "--duration":
         let text = arguments.value(for: argument)
         guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
@@ -109,7 +123,8 @@ if client.routing.inputs.count > client.channels {
     tool.fail("\(client.routing.inputs.count) --input ports but only \(client.channels) channel\(client.channels == 1 ? "" : "s") (raise --channels)", status: ExitStatus.usage)
 }
 var settings = tool.recordingSettings(path: path, sampleFormat: sampleFormat, sampleRate: rate, channels: client.channels,
-                                      frameLimit: duration.flatMap { seconds in rate.map { frames(in: seconds, at: $0) } })
+                                      frameLimit: duration.flatMap { seconds in rate.map { frames(in: seconds, at: $0) } },
+                                      quality: quality, bitRate: bitRate)
 
 // Signals only wake the main loop; it stops the recorder (never the handler). A second signal
 // does not cut the recording short: the recorder finishes writing.
@@ -131,7 +146,8 @@ do {
 // without --rate. Then started (initializes the graph), connected, recording.
 let ownJACKServer = ownServer.startForProcess(for: &client, tool: tool)
 let driver = tool.openDriver(graph: graph, options: client.driverOptions(defaultName: "graphrecord"))
-if let duration, rate == nil { settings.frameLimit = frames(in: duration, at: Double(driver.sampleRate)) }
+// The limit counts frames at the file's rate: the server's (or --rate's), or the codec's next.
+if let duration { settings.frameLimit = frames(in: duration, at: settings.fileRate(for: rate ?? Double(driver.sampleRate)).rate) }
 let meter: LevelMeter, recorder: Recorder, loudness: LoudnessMeter
 do {
     try driver.start()
@@ -157,7 +173,10 @@ do throws(RecorderError) {
 let fileRate = Int(recorder.settings.sampleRate!)
 var length = ""
 if let duration, let limit = recorder.settings.frameLimit { length = " for \(duration) s (\(limit) frames)" }
-tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(settings.sampleFormat.rawValue), \(fileRate) Hz)\(length)\(ownJACKServer.map { "; server '\($0.name)' started as a child jackd, driver \($0.driver)" } ?? "")")
+let encoding = !settings.fileType.isCompressed ? settings.sampleFormat.rawValue
+    : bitRate.map { "\($0) bit/s" } ?? quality.map { "quality \($0)" } ?? "the codec's default quality"
+if let note = recorder.rateNote { tool.complain("note: \(note)") }
+tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(encoding), \(fileRate) Hz)\(length)\(ownJACKServer.map { "; server '\($0.name)' started as a child jackd, driver \($0.driver)" } ?? "")")
 
 /// Every input channel's average and peak, and the frames in the file.
 func levelLine() -> String {

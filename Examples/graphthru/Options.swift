@@ -41,7 +41,7 @@ options:
                       start-up, notice, message and stop lines; errors stay text on stderr
   --dump              print the graph (nodes, formats, connections, conversions, state) once
                       it runs, like CAShow; the `dump` command prints it again
-  --record FILE       record what goes to the outputs to FILE (.wav or .flac); at exit it prints
+  --record FILE       record what goes to the outputs to FILE (.wav, .flac, .opus, .ogg, .mp3); at exit it prints
                       "recorded N frames to FILE (D dropped)", and a write that fails while
                       running (disk full) is reported at once while monitoring goes on (the
                       exit status is then 1)

@@ -7,7 +7,7 @@ import Glibc
 extension Tool {
     /// The settings for recording to `path`, checked as far as they can be before the JACK
     /// client opens, so that a bad file is refused (status 2) before anything runs: the type
-    /// from the extension (.wav, .wave, .flac), a container that holds the sample format at
+    /// from the extension (.wav, .wave, .flac, .opus, .ogg, .oga, .mp3), a container that holds the sample format at
     /// that rate and channel count, and a folder the file can be created in. What needs the
     /// server's rate (the ratio of a `--rate` to it) is checked when the recorder starts.
     /// - Parameters:
@@ -16,15 +16,27 @@ extension Tool {
     ///   - sampleRate: the file's rate as asked for, or nil for the server's (checked at 48000 Hz until it is known).
     ///   - channels: the file's channels.
     ///   - frameLimit: frames to record, or nil until stopped.
+    ///   - quality: for the compressed types, 0…1 (1 best), or nil for the codec's default.
+    ///   - bitRate: for Opus, bits per second (all channels), or nil.
     /// - Returns: the settings, with `sampleRate` and `frameLimit` as given and `channels` nil (the element's).
     /// - Thread: the main thread (a refusal exits with ``ExitStatus/usage``).
     public func recordingSettings(path: String, sampleFormat: RecordingSettings.SampleFormat?, sampleRate: Double?,
-                                  channels: Int, frameLimit: UInt64? = nil) -> RecordingSettings {
+                                  channels: Int, frameLimit: UInt64? = nil, quality: Double? = nil, bitRate: Int? = nil) -> RecordingSettings {
         var settings: RecordingSettings
         do throws(RecorderError) {
             settings = try RecordingSettings.forPath(path, sampleFormat: sampleFormat)
             settings.sampleRate = sampleRate
             settings.frameLimit = frameLimit
+            if quality != nil || bitRate != nil {
+                guard settings.fileType.isCompressed else {
+                    throw RecorderError.unsupportedSettings("\(settings.fileType.rawValue) is lossless: --quality and --bit-rate are for .opus, .ogg and .mp3")
+                }
+                guard bitRate == nil || settings.fileType == .opus else {
+                    throw RecorderError.unsupportedSettings("--bit-rate is for Opus; \(settings.fileType.rawValue) takes --quality")
+                }
+            }
+            settings.quality = quality
+            settings.bitRate = bitRate
             try settings.check(sampleRate: sampleRate ?? 48_000, channels: channels)
         } catch {
             fail("\(error)", status: ExitStatus.usage)

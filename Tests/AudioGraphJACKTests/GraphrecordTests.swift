@@ -1,4 +1,5 @@
 // Tests, JACK: graphrecord against a real jackd — patterns, --duration, every channel's level, bad options, help.
+import AudioGraph
 import AudioGraphTestSupport
 import Foundation
 import Testing
@@ -69,6 +70,49 @@ extension JACKIntegration {
             #expect(silent.stdout.contains("integrated loudness none (nothing above the -70 LUFS gate), true peak none (digital silence)"), "\(silent.stdout)")
         }
 
+        /// Speech recorded to Ogg Opus at 12 kHz mono, 64 kbit/s, as the AVAudioRecorder material
+        /// records it (AAC there): the file decodes to the speech, resampled, above 20 dB SNR; and
+        /// after `kill -9` mid-recording it still decodes up to its last complete Ogg page, the
+        /// loss measured against the frames the last level line counted.
+        @Test func opusAt12kHzMonoRecordsSpeechAndSurvivesKill9UpToItsLastPage() throws {
+            let speech = Speech.load().samples
+            let path = "/tmp/ag-grec-opus-\(getpid()).opus"
+            defer { unlink(path) }
+            let name = "grec-opus-\(getpid())"
+            let repeated = Array([[Float]](repeating: speech + [Float](repeating: 0, count: 4800), count: 4).joined())
+            let probe = ProbeClient(server: server, name: "probe-grec-opus", play: repeated, captureFrames: repeated.count)
+            let tool = try ToolProcess("graphrecord", ["--name", name, "--channels", "1", "--rate", "12000", "--bit-rate", "64000",
+                                                       "--input", probe.outPort, path], server: server)
+            #expect(tool.waitFor("recording \(name):in_1… to \(path) (opus, 64000 bit/s, 12000 Hz)"), "\(tool.stdout) \(tool.stderr)")
+            _ = probe.run()
+            #expect(tool.waitFor("frames written", count: 3), "\(tool.stdout)")
+            let lines = tool.stdout.split(separator: "\n").filter { $0.hasPrefix("level") }
+            let counted = try #require(lines.last.flatMap { Int($0.split(separator: " ").dropLast(2).last ?? "") })
+            kill(tool.process.processIdentifier, SIGKILL)
+            _ = tool.waitForExit()
+            let file = try #require(readAudioFile(path), "the killed recording still opens")
+            #expect(file.info.samplerate == 12_000 && file.info.frames > 0)
+            let lost = counted - Int(file.info.frames)
+            print("Opus after kill -9: \(file.info.frames) frames decode, \(counted) counted by the last level line: at most \(lost) frames (\(String(format: "%.2f", Double(lost) / 12_000)) s) lost")
+            #expect(lost < 12_000 * 2, "at most the ring and one Ogg page lost: \(lost) frames")
+            // What decodes is the speech (4 passes of it), resampled to 12 kHz, through Opus.
+            let converter = try AudioConverter(from: try .float32(sampleRate: 48_000, channels: 1),
+                                               to: try .float32(sampleRate: 12_000, channels: 1, interleaved: true))
+            let reference = try runConverter(converter, [speech], chunk: 4096)[0]
+            let decoded = file.channels[0]
+            let start = try #require(decoded.firstIndex { abs($0) > 1e-3 })
+            var best = -Double.infinity
+            for lag in max(0, start - 400)...min(decoded.count - reference.count, start + 400) {
+                var signal = 0.0, noise = 0.0
+                for i in 0..<reference.count {
+                    signal += Double(reference[i] * reference[i])
+                    let d = Double(decoded[lag + i] - reference[i]); noise += d * d
+                }
+                best = max(best, 10 * log10(signal / max(noise, 1e-30)))
+            }
+            #expect(best >= 20, "speech through Opus 64 kbit/s: SNR \(best) dB")
+        }
+
         /// --duration stops by itself with exactly SECONDS × rate frames in the file, at the
         /// server's rate or at --rate's.
         @Test(arguments: [(["--duration", "0.75"], 36_000, 48_000), (["--duration", "0.5", "--rate", "16000", "--format", "int16"], 8_000, 16_000)])
@@ -86,7 +130,11 @@ extension JACKIntegration {
         /// server named does not exist, so joining would have failed with status 1), and no
         /// file is left behind.
         static let badOptions: [([String], String)] = [
-            (["/tmp/ag-grec-bad.mp3"], "cannot tell the file type from \"/tmp/ag-grec-bad.mp3\": use .wav or .flac"),
+            (["/tmp/ag-grec-bad.m4a"], "cannot tell the file type from \"/tmp/ag-grec-bad.m4a\": use .wav, .flac, .opus, .ogg or .mp3 (AAC/.m4a is not available"),
+            (["--quality", "0.5", "/tmp/ag-grec-bad.wav"], "wav is lossless: --quality and --bit-rate are for .opus, .ogg and .mp3"),
+            (["--bit-rate", "64000", "/tmp/ag-grec-bad.ogg"], "--bit-rate is for Opus; vorbis takes --quality"),
+            (["--quality", "2", "/tmp/ag-grec-bad.opus"], "--quality takes 0 (smallest) … 1 (best), not '2'"),
+            (["--format", "int16", "/tmp/ag-grec-bad.opus"], "opus is compressed: it takes a quality, not a sample format (int16)"),
             (["--rate", "0", "/tmp/ag-grec-bad.wav"], "--rate must be a whole number 1…768000, not '0'"),
             (["/nonexistent-dir/x.wav"], "cannot create /nonexistent-dir/x.wav: /nonexistent-dir: No such file or directory"),
             (["/tmp"], "cannot tell the file type from \"/tmp\""),

@@ -1,4 +1,4 @@
-// Observers: Recorder — a tap's thread writing WAV or FLAC through libsndfile.
+// Observers: Recorder — a tap's thread writing WAV, FLAC, Ogg Opus, Ogg Vorbis or MP3 through libsndfile.
 import CSndFile
 import Synchronization
 #if canImport(Glibc)
@@ -13,6 +13,28 @@ public struct RecordingSettings: Sendable, Equatable {
         case wav
         /// FLAC, lossless (`SF_FORMAT_FLAC`); integer samples only.
         case flac
+        /// Ogg Opus, lossy (`SF_FORMAT_OGG | SF_FORMAT_OPUS`, libopus through libsndfile): the
+        /// codec for speech and music at low bit rates, and the equivalent of AVAudioRecorder's
+        /// AAC, which libsndfile does not write. Rates 8000, 12000, 16000, 24000 or 48000 Hz;
+        /// another is recorded at the next of those above it (48000 past it), and
+        /// ``Recorder/rateNote`` says so.
+        case opus
+        /// Ogg Vorbis, lossy (`SF_FORMAT_OGG | SF_FORMAT_VORBIS`); any rate.
+        case vorbis
+        /// MP3 (MPEG-1/2 Layer III, `SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III`, LAME through
+        /// libsndfile); the MPEG rates 8000…48000 Hz, another recorded at the next above (48000
+        /// past it), as for Opus.
+        case mp3
+
+        /// Whether the codec is lossy: no sample format, a ``RecordingSettings/quality`` instead.
+        public var isCompressed: Bool { self == .opus || self == .vorbis || self == .mp3 }
+        /// The rates Opus encodes at, Hz.
+        public static let opusRates: [Double] = [8_000, 12_000, 16_000, 24_000, 48_000]
+        /// The rates MP3 (MPEG-1, 2 and 2.5 Layer III) encodes at, Hz.
+        public static let mpegRates: [Double] = [8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000]
+
+        /// The rates the codec takes, or nil for any.
+        var rates: [Double]? { self == .opus ? FileType.opusRates : self == .mp3 ? FileType.mpegRates : nil }
     }
 
     /// How samples are stored.
@@ -37,6 +59,23 @@ public struct RecordingSettings: Sendable, Equatable {
     /// ``Recorder/stop()``. Once the file holds this many, later frames are neither written nor
     /// counted as dropped, and ``Recorder/isComplete`` is true: a recording of exactly this length.
     public var frameLimit: UInt64?
+    /// For a compressed file: the quality, 0 (smallest file) … 1 (best), as libsndfile's
+    /// compression level 1 − quality (`SFC_SET_COMPRESSION_LEVEL`); for Opus that is a target
+    /// of 6 + 250 × quality kbit/s per channel. Nil: the codec's default. Ignored for WAV and FLAC.
+    public var quality: Double?
+
+    /// For Opus: the target bit rate in bits per second, all channels together (what
+    /// AVEncoderBitRateKey gives), 6000…256000 per channel; it takes the place of ``quality``.
+    /// Nil: ``quality``'s. Ignored for the other types.
+    public var bitRate: Int?
+
+    /// libsndfile's compression level for these settings at `channels` channels, or nil for
+    /// the codec's default.
+    func compressionLevel(channels: Int) -> Double? {
+        guard fileType.isCompressed else { return nil }
+        if fileType == .opus, let bitRate { return 1 - (Double(bitRate) / Double(channels) - 6_000) / 250_000 }
+        return quality.map { 1 - $0 }
+    }
 
     /// - Parameters:
     ///   - fileType: WAV or FLAC.
@@ -44,25 +83,48 @@ public struct RecordingSettings: Sendable, Equatable {
     ///   - sampleRate: Hz, or nil for the graph's rate.
     ///   - channels: 1…64, or nil for the element's channel count.
     ///   - frameLimit: frames to record at most (1…), or nil for no limit.
+    ///   - quality: for Opus, Vorbis and MP3: 0…1 (1 best), or nil for the codec's default.
     public init(fileType: FileType = .wav, sampleFormat: SampleFormat = .float32, sampleRate: Double? = nil, channels: Int? = nil,
-                frameLimit: UInt64? = nil) {
+                frameLimit: UInt64? = nil, quality: Double? = nil) {
         self.fileType = fileType
         self.sampleFormat = sampleFormat
         self.sampleRate = sampleRate
         self.channels = channels
         self.frameLimit = frameLimit
+        self.quality = quality
     }
 
-    /// Settings for a path: the container from its extension (`.wav`, `.wave`, `.flac`, any
-    /// case), the sample format as given or else 32-bit float for WAV and 24-bit for FLAC.
-    /// - Throws: ``RecorderError/unsupportedSettings(_:)`` for another extension.
+    /// The rate the file is written at for a requested `rate`: the same, except for Opus or MP3
+    /// at a rate the codec does not encode (its next rate above, 48000 past them all); and the
+    /// sentence that says so, nil when nothing changed.
+    public func fileRate(for rate: Double) -> (rate: Double, note: String?) {
+        guard let rates = fileType.rates, !rates.contains(rate) else { return (rate, nil) }
+        let chosen = rates.first { $0 >= rate } ?? 48_000
+        let name = fileType == .opus ? "Opus" : "MP3"
+        let list = rates.map { String(Int($0)) }
+        return (chosen, "\(name) encodes at \(list.dropLast().joined(separator: ", ")) or \(list.last!) Hz: recording at \(Int(chosen)) Hz, converted from \(Int(rate)) Hz")
+    }
+
+    /// Settings for a path: the container from its extension (`.wav`, `.wave`, `.flac`,
+    /// `.opus`, `.ogg` or `.oga` (Vorbis), `.mp3`, any case), the sample format as given or else
+    /// 32-bit float for WAV and 24-bit for FLAC (the compressed types take none).
+    /// - Throws: ``RecorderError/unsupportedSettings(_:)`` for another extension, or a sample
+    ///   format given for a compressed type.
     public static func forPath(_ path: String, sampleFormat: SampleFormat? = nil) throws(RecorderError) -> RecordingSettings {
         let ext = path.split(separator: ".").last.map { $0.lowercased() } ?? ""
+        let type: FileType
         switch ext {
         case "wav", "wave": return RecordingSettings(fileType: .wav, sampleFormat: sampleFormat ?? .float32)
         case "flac": return RecordingSettings(fileType: .flac, sampleFormat: sampleFormat ?? .int24)
-        default: throw .unsupportedSettings("cannot tell the file type from \"\(path)\": use .wav or .flac")
+        case "opus": type = .opus
+        case "ogg", "oga": type = .vorbis
+        case "mp3": type = .mp3
+        default: throw .unsupportedSettings("cannot tell the file type from \"\(path)\": use .wav, .flac, .opus, .ogg or .mp3 (AAC/.m4a is not available: libsndfile has no AAC encoder; Opus is its equivalent)")
         }
+        if let sampleFormat, sampleFormat != .float32 {
+            throw .unsupportedSettings("\(type.rawValue) is compressed: it takes a quality, not a sample format (\(sampleFormat.rawValue))")
+        }
+        return RecordingSettings(fileType: type)
     }
 
     /// Checks that a file of these settings can be written at `sampleRate` with `channels`
@@ -91,6 +153,16 @@ public struct RecordingSettings: Sendable, Equatable {
         guard frameLimit != 0 else {
             throw .unsupportedSettings("a frame limit of 0: 1 frame or more, or nil to record until stop()")
         }
+        if let quality, !(quality.isFinite && quality >= 0 && quality <= 1) {
+            throw .unsupportedSettings("quality \(quality): 0 (smallest) … 1 (best)")
+        }
+        if fileType == .opus, let bitRate, !(6_000...256_000).contains(bitRate / channels) {
+            throw .unsupportedSettings("Opus bit rate \(bitRate) bit/s for \(channels) channel(s): 6000…256000 per channel")
+        }
+        if fileType.isCompressed && sampleFormat != .float32 {
+            throw .unsupportedSettings("\(fileType.rawValue) is compressed: it takes a quality, not a sample format (\(sampleFormat.rawValue))")
+        }
+        let rate = fileRate(for: rate).rate
         var info = SF_INFO()
         info.samplerate = Int32(rate)
         info.channels = Int32(channels)
@@ -112,6 +184,12 @@ public struct RecordingSettings: Sendable, Equatable {
 
     /// The libsndfile format code.
     var sndfileFormat: Int32 {
+        switch fileType {
+        case .opus: return Int32(SF_FORMAT_OGG | SF_FORMAT_OPUS)
+        case .vorbis: return Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS)
+        case .mp3: return Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III)
+        case .wav, .flac: break
+        }
         let container = fileType == .wav ? SF_FORMAT_WAV : SF_FORMAT_FLAC
         let subtype: Int
         switch sampleFormat {
@@ -168,8 +246,12 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
 public final class Recorder: @unchecked Sendable {
     /// The file being written.
     public let path: String
-    /// The settings, with rate and channels filled in.
+    /// The settings, with rate and channels filled in (the file's rate: for Opus, the Opus rate
+    /// recorded at).
     public let settings: RecordingSettings
+    /// When the file's rate is not the one asked for (Opus and MP3 take a few), the sentence that
+    /// says what was recorded instead; nil otherwise.
+    public let rateNote: String?
     /// The node recorded.
     public let node: AUNode
     /// The output element recorded.
@@ -199,7 +281,7 @@ public final class Recorder: @unchecked Sendable {
             _ = try graph.checkObservable(node, element)
             source = try graph.nodeInfo(node).streamFormat(scope: .output, element: element)
         } catch { throw .audioUnit(error) }
-        let rate = chosen.sampleRate ?? source.sampleRate
+        let (rate, note) = chosen.fileRate(for: chosen.sampleRate ?? source.sampleRate)
         let channels = chosen.channels ?? Int(source.channelsPerFrame)
         var info = try chosen.checked(sampleRate: rate, channels: channels)
         let ratio = rate / source.sampleRate
@@ -213,9 +295,15 @@ public final class Recorder: @unchecked Sendable {
         guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
             throw .cannotCreate(path: path, reason: String(cString: sf_strerror(nil)))
         }
+        // A codec's quality is set before anything is written (Vorbis and Opus write their
+        // headers with it).
+        if var level = chosen.compressionLevel(channels: channels) {
+            sf_command(file, Int32(SFC_SET_COMPRESSION_LEVEL), &level, Int32(MemoryLayout<Double>.size))
+        }
         // Write the header now: a FLAC encoder otherwise starts (and finds a full disk or a
         // device it cannot write) only at the first block, long after this call returned.
-        sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0)
+        // (Ogg and MP3 headers are written with the first audio.)
+        if !chosen.fileType.isCompressed { sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0) }
         if sf_error(file) != 0 {
             let reason = String(cString: sf_strerror(file))
             sf_close(file)
@@ -223,8 +311,10 @@ public final class Recorder: @unchecked Sendable {
             if !existed, stat(path, &after) == 0, (after.st_mode & S_IFMT) == S_IFREG { unlink(path) }
             throw .cannotCreate(path: path, reason: reason)
         }
-        // Every write rewrites the header, so the file is valid at any moment.
-        sf_command(file, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE))
+        // Every write rewrites the header, so the file is valid at any moment. (Ogg and MP3
+        // need none: their pages and frames are complete as each is written.)
+        if !chosen.fileType.isCompressed { sf_command(file, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE)) }
+        rateNote = note
         self.path = path
         self.settings = chosen
         self.node = node

@@ -99,7 +99,7 @@ struct RecorderTests {
         }
         #expect(error(temporaryPath("x.flac"), RecordingSettings(fileType: .flac, sampleFormat: .float32)).map {
             if case .unsupportedSettings = $0 { true } else { false } } == true, "FLAC holds integers only")
-        #expect(error(temporaryPath("x.mp3")).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
+        #expect(error(temporaryPath("x.m4a")).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
         #expect(error(temporaryPath("x.wav"), RecordingSettings(channels: 0)).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
         #expect(error(temporaryPath("x.wav"), RecordingSettings(sampleRate: .nan)).map { if case .unsupportedSettings = $0 { true } else { false } } == true)
         #expect(error(temporaryPath("x.wav"), RecordingSettings(frameLimit: 0)).map { if case .unsupportedSettings = $0 { true } else { false } } == true,
