@@ -88,6 +88,10 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     /// The handle a driver calls once per device cycle. Valid while the graph lives.
     public var renderContext: GraphRenderContext { GraphRenderContext(shared: Unmanaged.passUnretained(shared)) }
 
+    /// Frames rendered since the graph was created, at its rate: the sample time of the next
+    /// slice (what taps and render callbacks see as `sampleTime`). Thread: any (a relaxed atomic).
+    public var sampleTime: Double { Double(shared.sampleTime.load(ordering: .relaxed)) }
+
     /// Whether the graph is started: a driver's pulls render it (otherwise they render silence).
     /// Thread: any.
     public var isRunning: Bool { shared.running.load(ordering: .acquiring) }

@@ -272,8 +272,14 @@ public final class Recorder: @unchecked Sendable {
     ///   ``RecorderError/audioUnit(_:)`` (`nodeNotFound`, `invalidElement`, `cannotDoInCurrentContext`).
     ///   On a throw no file is left behind and the graph is unchanged.
     /// - Thread: control thread; allocates; starts the writer thread.
-    public init(graph: AudioGraph, node: AUNode, element: AudioUnitElement = 0, path: String,
-                settings: RecordingSettings? = nil) throws(RecorderError) {
+    public convenience init(graph: AudioGraph, node: AUNode, element: AudioUnitElement = 0, path: String,
+                            settings: RecordingSettings? = nil) throws(RecorderError) {
+        try self.init(graph: graph, node: node, element: element, path: path, settings: settings, gated: false)
+    }
+
+    /// As the public init; `gated`: nothing is written until ``openSpan(at:)`` (``AudioRecorder``).
+    init(graph: AudioGraph, node: AUNode, element: AudioUnitElement, path: String,
+         settings: RecordingSettings?, gated: Bool) throws(RecorderError) {
         var chosen: RecordingSettings
         if let settings { chosen = settings } else { chosen = try RecordingSettings.forPath(path) }
         let source: StreamFormat
@@ -321,7 +327,7 @@ public final class Recorder: @unchecked Sendable {
         self.element = element
         self.graph = graph
         writer = RecordingWriter(file: file, path: path, channels: channels, sampleFormat: chosen.sampleFormat,
-                                 frameLimit: chosen.frameLimit ?? .max)
+                                 frameLimit: chosen.frameLimit ?? .max, gated: gated, ratio: source.sampleRate / rate)
         let format = try! StreamFormat.float32(sampleRate: rate, channels: UInt32(channels), interleaved: true)
         let writer = self.writer
         do throws(AudioUnitError) {
@@ -332,6 +338,25 @@ public final class Recorder: @unchecked Sendable {
             writer.close()
             unlink(path)
             throw .audioUnit(error)
+        }
+    }
+
+    /// A gated recorder writes the frames from sample time `time` (the graph's, ``AudioGraph/sampleTime``)
+    /// on, until ``closeSpan(at:)``; `until` ends the span ahead (a duration). Thread: control thread.
+    func openSpan(at time: Double, until end: Double = .infinity) {
+        writer.spans.withLock { $0?.append((time, end)) }
+    }
+
+    /// `done` once a span with an end has been written whole and the file closed (writer thread).
+    func finishWhenSpanEnds(_ done: (@Sendable () -> Void)?) {
+        writer.onSpanEnd.withLock { $0 = done }
+    }
+
+    /// Ends the open span at sample time `time`. Thread: control thread.
+    func closeSpan(at time: Double) {
+        writer.spans.withLock { spans in
+            guard let last = spans?.last, last.end > time else { return }
+            spans![spans!.count - 1].end = max(last.start, time)
         }
     }
 
@@ -401,22 +426,58 @@ final class RecordingWriter: @unchecked Sendable {
     private var ints: [Int32] = []
     /// A block with NaN or ±Inf in it, copied with those as 0 (grown once, then reused).
     private var scrubbed: [Float] = []
+    /// When set, only frames whose sample time (the source element's, as a tap block gives it)
+    /// falls in one of these half-open spans are written: ``AudioRecorder``'s record and pause.
+    /// Nil: every frame.
+    let spans: ControlLock<[(start: Double, end: Double)]?>
+    /// Source frames per file frame (the source element's rate over the file's).
+    let ratio: Double
+    /// Called once on the writer thread when a span that ends (a duration) has been written
+    /// whole and the file closed: ``AudioRecorder/record(forDuration:)``'s finish.
+    let onSpanEnd = ControlLock<(@Sendable () -> Void)?>(nil)
 
-    init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64) {
+    init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64,
+         gated: Bool = false, ratio: Double = 1) {
         self.file = ControlLock(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(file))))
         self.path = path
         self.channels = channels
         self.sampleFormat = sampleFormat
         self.frameLimit = frameLimit
+        spans = ControlLock(gated ? [] : nil)
+        self.ratio = ratio
+    }
+
+    /// The runs of `block`'s frames that fall in the spans, as (first frame, count); the whole
+    /// block when there are no spans.
+    private func runs(of block: AudioTapBlock) -> [(Int, Int)] {
+        guard let spans = spans.withLock({ $0 }) else { return [(0, block.frameCount)] }
+        var runs: [(Int, Int)] = []
+        for span in spans {
+            // Frame i's time is sampleTime + i × ratio: the frames whose time is in [start, end).
+            let first = max(0, Int(((span.start - block.sampleTime) / ratio).rounded(.up)))
+            let end = min(block.frameCount, span.end.isInfinite ? block.frameCount : Int(((span.end - block.sampleTime) / ratio).rounded(.up)))
+            if end > first { runs.append((first, end - first)) }
+        }
+        return runs
     }
 
     /// Writes one interleaved Float32 block, or the part of it that fits the frame limit (the
     /// rest is not recorded, by request: neither written nor lost). The tap's thread.
     func write(_ block: AudioTapBlock) {
+        for (first, count) in runs(of: block) { write(block, from: first, count: count) }
+        // A span with an end that this block reached: the recording is complete.
+        guard let end = spans.withLock({ $0?.last?.end }), end.isFinite,
+              block.sampleTime + Double(block.frameCount) * ratio >= end,
+              let done = onSpanEnd.withLock({ callback in defer { callback = nil }; return callback }) else { return }
+        close()
+        done()
+    }
+
+    private func write(_ block: AudioTapBlock, from first: Int, count: Int) {
         file.withLock { address in
             // Frames still to record: those written and those lost both count against the limit.
             let recorded = written.load(ordering: .relaxed) + lost.load(ordering: .relaxed)
-            let frames = Int(min(UInt64(block.frameCount), frameLimit > recorded ? frameLimit - recorded : 0))
+            let frames = Int(min(UInt64(count), frameLimit > recorded ? frameLimit - recorded : 0))
             guard frames > 0 else { return }
             guard let file = OpaquePointer(bitPattern: address), failure.withLock({ $0 == nil }) else {
                 lost.add(UInt64(frames), ordering: .relaxed)
@@ -426,20 +487,21 @@ final class RecordingWriter: @unchecked Sendable {
             // The recorder's own line of defence: NaN and ±Inf are written as 0 (and counted),
             // never into the file (a float file would keep them; the integer conversions below
             // have no value for them).
+            let offset = first * channels
             let clean = block.buffers[0].withUnsafeBytes { raw in
-                NonFinite.allFinite(raw.bindMemory(to: Float.self).baseAddress!, frames: samples)
+                NonFinite.allFinite(raw.bindMemory(to: Float.self).baseAddress! + offset, frames: samples)
             }
             let done: sf_count_t
             if clean {
                 done = block.buffers[0].withUnsafeBytes { raw in
-                    writeFloats(file, UnsafeBufferPointer(rebasing: raw.bindMemory(to: Float.self)[0..<samples]), frames: frames)
+                    writeFloats(file, UnsafeBufferPointer(rebasing: raw.bindMemory(to: Float.self)[offset..<(offset + samples)]), frames: frames)
                 }
             } else {
                 // A scratch copy kept between blocks (the tap's block is not ours to write).
                 if scrubbed.count < samples { scrubbed = [Float](repeating: 0, count: samples) }
                 let replaced = scrubbed.withUnsafeMutableBufferPointer { f in
                     block.buffers[0].withUnsafeBytes { raw in
-                        f.baseAddress!.update(from: raw.bindMemory(to: Float.self).baseAddress!, count: samples)
+                        f.baseAddress!.update(from: raw.bindMemory(to: Float.self).baseAddress! + offset, count: samples)
                     }
                     return NonFinite.replace(f.baseAddress!, frames: samples)
                 }

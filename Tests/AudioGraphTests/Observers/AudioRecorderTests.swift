@@ -1,0 +1,87 @@
+// Tests, Observers: AudioRecorder (the AVAudioRecorder analogue) through the offline renderer — record, pause and resume, a duration, stop, delete, and metering.
+import Foundation
+import Synchronization
+import Testing
+@testable import AudioGraph
+import AudioGraphTestSupport
+
+@Suite("AudioRecorder: AVAudioRecorder's calls on a graph")
+struct AudioRecorderTests {
+    /// A mono ramp whose every frame is distinct: frame i holds i / 2^20.
+    static func ramp(_ range: Range<Int>) -> [[Float]] { [range.map { Float($0) / Float(1 << 20) }] }
+
+    @Test func pauseAndResumeLeaveOnlyTheRecordedFramesAndNoGap() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 1)
+        let path = temporaryPath("avrec-pause.wav")
+        defer { unlink(path) }
+        let recorder = try AudioRecorder(path: path, graph: chain.graph, node: chain.nodes[0], element: 0)
+        let finished = Atomic<Int>(0)
+        recorder.onFinish = { ok in finished.store(ok ? 1 : -1, ordering: .relaxed) }
+        #expect(recorder.prepareToRecord() && !recorder.isRecording && FileManager.default.fileExists(atPath: path))
+        _ = try chain.render(AudioRecorderTests.ramp(0..<4800))          // prepared, not recording: not in the file
+        #expect(recorder.record() && recorder.isRecording)
+        _ = try chain.render(AudioRecorderTests.ramp(4800..<9600))       // recorded
+        recorder.pause()
+        #expect(!recorder.isRecording)
+        _ = try chain.render(AudioRecorderTests.ramp(9600..<14_400))     // paused: not in the file
+        #expect(recorder.record())
+        _ = try chain.render(AudioRecorderTests.ramp(14_400..<19_200))   // recorded again, right after the first part
+        recorder.stop()
+        #expect(finished.load(ordering: .relaxed) == 1 && !recorder.isRecording)
+        let file = try #require(readAudioFile(path))
+        let expected = AudioRecorderTests.ramp(4800..<9600)[0] + AudioRecorderTests.ramp(14_400..<19_200)[0]
+        #expect(file.channels[0] == expected, "exactly the recorded frames, in order, no gap: \(file.channels[0].count) frames")
+        #expect(recorder.currentTime == 0.2, "\(recorder.currentTime) s")
+        #expect(recorder.deleteRecording() && !FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func recordForADurationStopsByItselfAfterExactlyThatManyFramesAndSaysSo() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 1)
+        let path = temporaryPath("avrec-duration.opus")
+        defer { unlink(path) }
+        var settings = RecordingSettings(fileType: .opus, sampleRate: 48_000, channels: 1)
+        settings.bitRate = 64_000
+        let recorder = try AudioRecorder(path: path, settings: settings, graph: chain.graph, node: chain.nodes[0], element: 0)
+        let finished = Atomic<Int>(0)
+        recorder.onFinish = { ok in finished.store(ok ? 1 : -1, ordering: .relaxed) }
+        #expect(recorder.record(forDuration: 0.25))
+        _ = try chain.render([sine(frequency: 440, frames: 48_000)])
+        let deadline = Date().addingTimeInterval(5)
+        while finished.load(ordering: .relaxed) == 0 && Date() < deadline { usleep(10_000) }
+        #expect(finished.load(ordering: .relaxed) == 1, "onFinish after the duration, by itself")
+        #expect(!recorder.isRecording)
+        let file = try #require(readAudioFile(path), "the file was closed by itself and reads back")
+        #expect(abs(Int(file.info.frames) - 12_000) <= 960, "0.25 s at 48 kHz within one Opus frame: \(file.info.frames)")
+        recorder.stop()  // after the finish: nothing more, no second onFinish
+        #expect(finished.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func meteringReadsAsAVAudioRecorderDoes() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 1)
+        let path = temporaryPath("avrec-meter.wav")
+        defer { unlink(path) }
+        let recorder = try AudioRecorder(path: path, graph: chain.graph, node: chain.nodes[0], element: 0)
+        recorder.updateMeters()
+        #expect(recorder.averagePower(forChannel: 0) == -160 && recorder.peakPower(forChannel: 0) == -160, "metering off: −160")
+        recorder.isMeteringEnabled = true
+        _ = try chain.render([sine(frequency: 1000, frames: 96_000, amplitude: 1)])
+        recorder.updateMeters()
+        #expect(abs(recorder.averagePower(forChannel: 0) - -3.01) <= 0.05, "\(recorder.averagePower(forChannel: 0))")
+        #expect(abs(recorder.peakPower(forChannel: 0)) <= 0.05, "\(recorder.peakPower(forChannel: 0))")
+        #expect(recorder.averagePower(forChannel: 1) == -160, "a channel it lacks")
+        recorder.isMeteringEnabled = false
+        recorder.updateMeters()
+        #expect(recorder.averagePower(forChannel: 0) == -160)
+    }
+
+    @Test func badPathsSettingsAndElementsAreTypedErrors() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 1)
+        #expect(throws: RecorderError.self) { try AudioRecorder(path: temporaryPath("x.m4a"), graph: chain.graph, node: chain.nodes[0], element: 0) }
+        #expect(throws: RecorderError.audioUnit(.invalidElement)) { try AudioRecorder(path: temporaryPath("x.wav"), graph: chain.graph, node: chain.nodes[0], element: 5) }
+        let recorder = try AudioRecorder(path: "/nonexistent-dir/x.wav", graph: chain.graph, node: chain.nodes[0], element: 0)
+        #expect(!recorder.record() && !recorder.isRecording)
+        #expect(recorder.lastError.map { if case .cannotCreate = $0 { true } else { false } } == true, "\(String(describing: recorder.lastError))")
+        let wav = try AudioRecorder(path: temporaryPath("y.wav"), graph: chain.graph, node: chain.nodes[0], element: 0)
+        #expect(!wav.record(forDuration: 0) && !wav.isRecording)
+    }
+}
