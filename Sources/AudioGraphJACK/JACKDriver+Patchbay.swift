@@ -65,7 +65,9 @@ extension JACKDriver {
     /// frames: for `capture`, how long ago the port's samples entered the system (capture
     /// latency); otherwise how long until they leave it (playback latency). A netjack2 slave's
     /// `system` ports report the network latency this way.
-    /// - Parameter port: a full port name, matched literally.
+    /// - Parameters:
+    ///   - port: a full port name, matched literally.
+    ///   - capture: true for the capture latency, false for the playback latency.
     /// - Returns: (min, max) frames, or nil when the port does not exist or the client is closed.
     /// - Thread: control thread, never a JACK callback.
     public func latencyRange(ofPort port: String, capture: Bool) -> (min: Int, max: Int)? {

@@ -42,7 +42,7 @@ public final class JACKDriver: @unchecked Sendable {
         public var outputChannels: Int = 2
         /// When the server's rate changes (``JACKDriver/followSampleRate()``, or a
         /// ``JACKDriver/reconnect()`` to a server at another rate): true moves every stream format
-        /// the application set at the old server rate to the new one (``AudioGraph/moveSetFormats(from:to:)``:
+        /// the application set at the old server rate to the new one (`AudioGraph.moveSetFormats(from:to:)`:
         /// formats set at the server's rate only to choose a channel count follow the server, and
         /// nothing is converted); false (the default, as AUGraph does) keeps them at their rate
         /// and converts, with the latency that adds. Formats set at another rate are converted either way.

@@ -29,9 +29,11 @@ public final class AudioRecorder: @unchecked Sendable {
     public let path: String
     /// The settings (the file's rate and channels filled in once prepared).
     public private(set) var settings: RecordingSettings
-    /// The graph, node and output element recorded.
+    /// The graph holding the node recorded.
     public let graph: AudioGraph
+    /// The node whose output is recorded.
     public let node: AUNode
+    /// The output element recorded (the ``IOUnit``'s 1: the microphone).
     public let element: AudioUnitElement
     /// Called when a recording ends: after ``stop()`` (true unless a write failed), or by itself
     /// after ``record(forDuration:)``'s duration (on the writer thread).
