@@ -28,6 +28,8 @@ final class JACKRenderState: @unchecked Sendable {
     let bufferSize = Atomic<UInt32>(0)
     let sampleRate = Atomic<UInt32>(0)
     let shutDown = Atomic<Bool>(false)
+    /// The kernel id of the client's process thread (libjack's), from the thread-init callback; 0 before.
+    let processThreadID = Atomic<Int32>(0)
     /// Whether the server is freewheeling (the freewheel callback's last word).
     let freewheeling = Atomic<Bool>(false)
     /// Whether a connection or a port somewhere on the server came or went since the control
@@ -105,6 +107,7 @@ final class JACKRenderState: @unchecked Sendable {
         shutdownTime.store(0, ordering: .relaxed)
         freewheeling.store(false, ordering: .relaxed)
         shutDown.store(false, ordering: .releasing)
+        processThreadID.store(0, ordering: .relaxed)
         drainNotifications()
     }
 
@@ -122,6 +125,7 @@ final class JACKRenderState: @unchecked Sendable {
         jack_set_port_connect_callback(client, audiographJACKPortConnect, arg)
         jack_set_port_registration_callback(client, audiographJACKPortRegistration, arg)
         jack_on_info_shutdown(client, audiographJACKShutdown, arg)
+        jack_set_thread_init_callback(client, audiographJACKThreadInit, arg)
     }
 }
 
@@ -239,6 +243,13 @@ func audiographJACKLatency(_ mode: jack_latency_callback_mode_t, _ arg: UnsafeMu
     range.min += extra
     range.max += extra
     for i in 0..<toCount { jack_port_set_latency_range(to[i], mode, &range) }
+}
+
+/// Thread-init callback (jack.h, `jack_set_thread_init_callback`): runs once in the client's
+/// process thread as it starts; notes the thread's kernel id. Thread: the JACK process thread.
+func audiographJACKThreadInit(_ arg: UnsafeMutableRawPointer?) {
+    guard let arg else { return }
+    renderState(arg).processThreadID.store(Int32(audiograph_thread_id()), ordering: .relaxed)
 }
 
 /// Shutdown callback. Like a signal handler: copies the reason without allocating, notes the

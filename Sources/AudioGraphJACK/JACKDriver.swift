@@ -411,7 +411,28 @@ public final class JACKDriver: @unchecked Sendable {
         graph.stop()
         if isActive && !isShutDown { jack_deactivate(client) }
         isActive = false
+        if isShutDown && !processThreadEnded(within: 2) {
+            // libjack's process thread is still on its way out of a dead server (its error path
+            // asks the server to deactivate it, holding the channel's lock): closing now cancels
+            // it with that lock held, and the close then waits on the lock forever (caught with
+            // gdb under load, jack2 1.9.21). Left open instead: a dead client's memory, no hang.
+            return
+        }
         jack_client_close(client)
+    }
+
+    /// Whether libjack's process thread for this client has ended (or never started), waiting
+    /// up to `seconds` for it (/proc/self/task/TID, polled every 10 ms).
+    private func processThreadEnded(within seconds: Double) -> Bool {
+        let tid = state.processThreadID.load(ordering: .relaxed)
+        guard tid != 0 else { return true }
+        var waited = 0.0
+        while access("/proc/self/task/\(tid)", F_OK) == 0 {
+            guard waited < seconds else { return false }
+            usleep(10_000)
+            waited += 0.01
+        }
+        return true
     }
 }
 

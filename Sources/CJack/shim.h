@@ -6,6 +6,8 @@
 #include <jack/types.h>
 #include <jack/metadata.h>
 #include <jack/ringbuffer.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 /// `jack_client_open` is variadic, which Swift cannot call; this fixed-arity wrapper passes the
 /// server name only when `JackServerName` is set in `options` (jack.h, "jack_client_open").
@@ -22,5 +24,9 @@ static inline jack_client_t *audiograph_jack_client_open(const char *client_name
 /// The metadata key for a port's display name, "http://jackaudio.org/metadata/pretty-name"
 /// (metadata.h). An `extern const char *` that Swift 6 would treat as shared mutable state.
 static inline const char *audiograph_jack_pretty_name_key(void) { return JACK_METADATA_PRETTY_NAME; }
+
+/// The calling thread's kernel id (gettid(2), which Swift's Glibc module does not export): the
+/// driver notes its JACK process thread's, to know when that thread has ended.
+static inline int audiograph_thread_id(void) { return (int)syscall(SYS_gettid); }
 
 #endif

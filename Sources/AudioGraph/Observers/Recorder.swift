@@ -78,8 +78,9 @@ public struct RecordingSettings: Sendable, Equatable {
     }
 
     /// - Parameters:
-    ///   - fileType: WAV or FLAC.
-    ///   - sampleFormat: default 32-bit float (WAV) — pass `.int16`/`.int24` for FLAC.
+    ///   - fileType: WAV, FLAC, Opus, Vorbis or MP3.
+    ///   - sampleFormat: default 32-bit float (WAV) — pass `.int16`/`.int24` for FLAC; the
+    ///     compressed types take only the default.
     ///   - sampleRate: Hz, or nil for the graph's rate.
     ///   - channels: 1…64, or nil for the element's channel count.
     ///   - frameLimit: frames to record at most (1…), or nil for no limit.
@@ -226,7 +227,7 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Records a node's output element to a WAV or FLAC file through libsndfile.
+/// Records a node's output element to a WAV, FLAC, Ogg Opus, Ogg Vorbis or MP3 file through libsndfile.
 ///
 /// A tap (see ``AudioTap``) takes each slice off the render thread; the tap's thread — the
 /// writer thread — converts it to the file's rate and channel count with an ``AudioConverter``
