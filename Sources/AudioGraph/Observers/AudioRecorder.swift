@@ -90,7 +90,13 @@ public final class AudioRecorder: @unchecked Sendable {
     /// Starts or resumes recording with the graph's next slice. True when recording.
     @discardableResult
     public func record() -> Bool {
+        if let endTime, graph.sampleTime >= endTime {
+            lastError = .unsupportedSettings("this recording finished when its duration ended; stop() it, and record() starts a new one")
+            return false
+        }
         guard !recording else { return true }
+        // After stop(), a new recording replaces the file, as AVAudioRecorder's does.
+        if recorder?.isRecording == false { recorder = nil }
         guard prepareToRecord(), let recorder else { return false }
         recorder.openSpan(at: graph.sampleTime)
         recording = true
@@ -103,7 +109,9 @@ public final class AudioRecorder: @unchecked Sendable {
     @discardableResult
     public func record(forDuration duration: Double) -> Bool {
         guard duration.isFinite, duration > 0 else { lastError = .unsupportedSettings("a duration of \(duration) s: above 0"); return false }
-        guard !recording, prepareToRecord(), let recorder else { return false }
+        guard endTime == nil, !recording else { return false }
+        if recorder?.isRecording == false { recorder = nil }
+        guard prepareToRecord(), let recorder else { return false }
         let start = graph.sampleTime
         let end = start + (duration * sourceRate).rounded()
         let callback = onFinish
@@ -139,7 +147,8 @@ public final class AudioRecorder: @unchecked Sendable {
     /// Whether it is recording now (false after ``pause()``, ``stop()``, or a duration's end).
     public var isRecording: Bool { recording && (endTime.map { graph.sampleTime < $0 } ?? true) && recorder?.isRecording == true }
 
-    /// Seconds in the file so far (the paused time not counted). Thread: any.
+    /// Seconds in the file so far (the paused time not counted); after ``stop()``, the file's
+    /// length (AVAudioRecorder answers 0 then). Thread: any.
     public var currentTime: Double {
         guard let recorder, let rate = recorder.settings.sampleRate else { return 0 }
         return Double(recorder.framesWritten) / rate

@@ -68,11 +68,12 @@ public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
         core.reset()
     }
 
-    /// Starts (or resumes) playback. The disk thread starts filling the ring at once; the render
-    /// thread plays from the next slice that finds frames.
+    /// Starts (or resumes) playback. The first time, the disk thread starts filling the ring and
+    /// this call waits (2 s at most) until it holds a quarter second or the whole file; the render
+    /// thread plays from its next slice.
     /// - Throws: ``AudioUnitError/invalidFile`` (no file open), ``AudioUnitError/formatNotSupported``
     ///   (no converter from the file to the output format, e.g. a rate ratio beyond 256).
-    /// - Thread: control thread; starts the disk thread.
+    /// - Thread: control thread; starts the disk thread and waits for its first reads.
     public func play() throws(AudioUnitError) {
         guard let file, let fileFormat else { throw .invalidFile }
         if disk == nil {
@@ -84,6 +85,15 @@ public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
             let reader = DiskReader(core: core, file: file, fileChannels: fileFormat.channels, converter: converter)
             core.quit.store(false, ordering: .releasing)
             disk = ConsumerThread { reader.run() }
+            // As AVAudioPlayer's prepareToPlay: the first quarter second is read before playing
+            // starts, so the first slices never find the ring still empty (an underrun at the
+            // very start, seen on a loaded 2-core CI machine). 2 s at most.
+            let target = Int(output.sampleRate / 4)
+            var waited = 0
+            while core.bufferedFrames < target && !core.endWritten.load(ordering: .acquiring) && waited < 2_000 {
+                usleep(1_000)
+                waited += 1
+            }
         }
         core.playing.store(true, ordering: .releasing)
     }

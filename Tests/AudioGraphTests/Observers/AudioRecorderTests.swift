@@ -32,6 +32,11 @@ struct AudioRecorderTests {
         let expected = AudioRecorderTests.ramp(4800..<9600)[0] + AudioRecorderTests.ramp(14_400..<19_200)[0]
         #expect(file.channels[0] == expected, "exactly the recorded frames, in order, no gap: \(file.channels[0].count) frames")
         #expect(recorder.currentTime == 0.2, "\(recorder.currentTime) s")
+        // record() after stop() starts a new recording in the same file.
+        #expect(recorder.record())
+        _ = try chain.render(AudioRecorderTests.ramp(19_200..<24_000))
+        recorder.stop()
+        #expect(try #require(readAudioFile(path)).channels[0] == AudioRecorderTests.ramp(19_200..<24_000)[0], "the file replaced")
         #expect(recorder.deleteRecording() && !FileManager.default.fileExists(atPath: path))
     }
 
@@ -52,6 +57,7 @@ struct AudioRecorderTests {
         #expect(!recorder.isRecording)
         let file = try #require(readAudioFile(path), "the file was closed by itself and reads back")
         #expect(abs(Int(file.info.frames) - 12_000) <= 960, "0.25 s at 48 kHz within one Opus frame: \(file.info.frames)")
+        #expect(!recorder.record() && recorder.lastError != nil, "a finished recording does not start again")
         recorder.stop()  // after the finish: nothing more, no second onFinish
         #expect(finished.load(ordering: .relaxed) == 1)
     }

@@ -60,6 +60,21 @@ struct PlayerGraph {
 
 @Suite("File player through the offline renderer")
 struct AudioFilePlayerTests {
+    /// play() returns with the start of the file read: the very next slice, rendered at once,
+    /// is the file's first frames, not an underrun (as AVAudioPlayer's prepareToPlay).
+    @Test func theFirstSliceAfterPlayIsTheFilesStartNotAnUnderrun() throws {
+        let path = temporaryPath("player-start.wav")
+        defer { unlink(path) }
+        let file = [noise(frames: 48_000, seed: 31), noise(frames: 48_000, seed: 32)]
+        writeWAV(path, file, sampleRate: 48_000)
+        let p = try PlayerGraph()
+        try p.player.open(path)
+        try p.player.play()
+        let slice = try p.renderer.render(input: [], frameCount: 256)
+        #expect(p.player.underrunCount == 0)
+        #expect(slice[0] == Array(file[0][0..<256]) && slice[1] == Array(file[1][0..<256]))
+    }
+
     /// Same rate and channels: the file comes out exactly, then silence; no underrun.
     @Test func streamsAFileExactly() throws {
         let path = temporaryPath("player.wav")
