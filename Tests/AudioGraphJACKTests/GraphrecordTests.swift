@@ -52,18 +52,25 @@ extension JACKIntegration {
             let path = "/tmp/ag-grec-loud-\(getpid()).wav"
             defer { unlink(path) }
             let name = "grec-loud-\(getpid())"
-            let probe = ProbeClient(server: server, name: "probe-grec-loud", play: tone, captureFrames: tone.count + 24_000)
-            let tool = try ToolProcess("graphrecord", ["--name", name, "--channels", "1", "--input", probe.outPort, path], server: server)
-            #expect(tool.waitFor("recording"), "startup: \(tool.stdout) \(tool.stderr)")
-            _ = probe.run()
-            kill(tool.process.processIdentifier, SIGINT)
-            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
-            let line = try #require(tool.stdout.split(separator: "\n").first { $0.hasPrefix("integrated loudness") }, "\(tool.stdout)")
-            // The 0.4 s gating blocks that straddle the tone's ends and the silence count (within
-            // the relative gate) and take up to 0.1 LU off.
-            let words = line.split(separator: " ")
-            let integrated = try #require(Double(words[2])), peak = try #require(Double(words[6]))
-            #expect(abs(integrated - -26.0) <= 0.15 && words[3] == "LUFS," && abs(peak - -23.0) <= 0.1 && words[7] == "dBTP", "\(line)")
+            // One pass of the tone per take: a pass the server reported an xrun in (audio lost by
+            // JACK's design, and the tone's edges doubled by a replay) is recorded again, 3 takes at most.
+            for attempt in 1...3 {
+                let probe = ProbeClient(server: server, name: "probe-grec-loud", play: tone, captureFrames: tone.count + 24_000)
+                let tool = try ToolProcess("graphrecord", ["--name", name, "--channels", "1", "--input", probe.outPort, path], server: server)
+                #expect(tool.waitFor("recording"), "startup: \(tool.stdout) \(tool.stderr)")
+                _ = probe.run(passes: 1)
+                kill(tool.process.processIdentifier, SIGINT)
+                #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+                if probe.lastPassHadXruns && attempt < 3 { continue }
+                let line = try #require(tool.stdout.split(separator: "\n").first { $0.hasPrefix("integrated loudness") }, "\(tool.stdout)")
+                // The 0.4 s gating blocks that straddle the tone's ends and the silence count (within
+                // the relative gate) and take up to 0.1 LU off.
+                let words = line.split(separator: " ")
+                let integrated = try #require(Double(words[2])), peak = try #require(Double(words[6]))
+                #expect(abs(integrated - -26.0) <= 0.15 && words[3] == "LUFS," && abs(peak - -23.0) <= 0.1 && words[7] == "dBTP",
+                        "\(line) (take \(attempt); xruns in the pass: \(probe.lastPassHadXruns))")
+                break
+            }
 
             let silent = try ToolProcess("graphrecord", ["--name", name, "--input", "system:capture_1", "--duration", "0.5", path], server: server)
             #expect(silent.waitForExit() == 0, "\(silent.stderr)")
@@ -93,7 +100,7 @@ extension JACKIntegration {
             let file = try #require(readAudioFile(path), "the killed recording still opens")
             #expect(file.info.samplerate == 12_000 && file.info.frames > 0)
             let lost = counted - Int(file.info.frames)
-            print("Opus after kill -9: \(file.info.frames) frames decode, \(counted) counted by the last level line: at most \(lost) frames (\(String(format: "%.2f", Double(lost) / 12_000)) s) lost")
+            print("Opus after kill -9: \(file.info.frames) frames decode, \(counted) counted by the last level line (up to a second before the kill): \(lost > 0 ? "at most \(lost) frames (\(String(format: "%.2f", Double(lost) / 12_000)) s) lost" : "nothing lost that was counted")")
             #expect(lost < 12_000 * 2, "at most the ring and one Ogg page lost: \(lost) frames")
             // What decodes is the speech (4 passes of it), resampled to 12 kHz, through Opus.
             let converter = try AudioConverter(from: try .float32(sampleRate: 48_000, channels: 1),
