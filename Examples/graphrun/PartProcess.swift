@@ -170,18 +170,18 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
     for signal in [SIGINT, SIGQUIT, SIGHUP] { _ = Glibc.signal(signal, SIG_IGN) }
     QuitSignals.install([SIGTERM])
     // Which part, and its ports, from the file as the parent read it.
-    func part(_ text: String, rate: Double?) throws(GraphFileError) -> (PartPlan, GraphFileReader) {
+    func part(_ text: String, rate: Double?) throws(GraphFileError) -> (PartPlan, GraphFileReader, GraphSpec) {
         let reader = GraphFileReader(file: file, text: text, sampleRate: rate)
         let spec = try reader.read()
         let plan = try SplitPlan.make(spec, reader: reader)
         guard let part = plan.parts.dropFirst().first(where: { spec.servers[$0.server].name == server }) else {
             throw reader.error([.key("servers")], "no node runs on \"\(server)\"")
         }
-        return (part, reader)
+        return (part, reader, spec)
     }
     let plan: PartPlan
     let spec: GraphSpec
-    do { (plan, _) = try part(text, rate: nil); spec = try GraphFileReader(file: file, text: text).read() } catch { refuse(error, status: ExitStatus.usage) }
+    do { (plan, _, spec) = try part(text, rate: nil) } catch { refuse(error, status: ExitStatus.usage) }
     let live: LiveGraph
     do { live = try LiveGraph(fixed: plan.makeFixedUnits()) } catch { fail("could not make the part: \(error)", status: ExitStatus.failure) }
     var options = JACKDriver.Options()
@@ -195,7 +195,7 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
     live.sampleRate = Double(driver.sampleRate)
     var previous: GraphSpec?
     do {
-        let (now, reader) = try part(text, rate: live.sampleRate)
+        let (now, reader, _) = try part(text, rate: live.sampleRate)
         try live.apply(now.spec, reader: reader)
     } catch { driver.close(); refuse(error, status: ExitStatus.usage) }
     do {
@@ -217,7 +217,7 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
         do {
             if let text = object["apply"] as? String {
                 let before = live.spec
-                let (now, reader) = try part(text, rate: live.sampleRate)
+                let (now, reader, _) = try part(text, rate: live.sampleRate)
                 let changes = try live.apply(now.spec, reader: reader)
                 previous = before
                 driver.recomputeLatency()

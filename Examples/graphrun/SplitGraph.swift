@@ -52,8 +52,9 @@ struct PartPlan {
     /// Channel counts of the groups on the device input (ports in_1…, in order) and output.
     var inputGroups: [Int]
     var outputGroups: [Int]
-    /// The @return units of the crossings that come back to this part: id and channels.
-    var returns: [(id: String, channels: Int, crossing: Int)] = []
+    /// The @return units of the crossings that come back to this part: id, channels, the
+    /// crossing's edge index and the input group it arrives in.
+    var returns: [(id: String, channels: Int, crossing: Int, group: Int)] = []
 
     /// JACK ports: the groups' channels, at least one port a side.
     var inputPorts: Int { max(1, inputGroups.reduce(0, +)) }
@@ -99,15 +100,11 @@ struct PartPlan {
                 return 0
             }
             fixed.units.append((ret.id, unit))
-            let (from, element) = source(ofGroup: groupOfReturn(ret.crossing))
+            let (from, element) = source(ofGroup: ret.group)
             fixed.connections.append(ConnectionSpec(from: from, fromElement: element, to: ret.id, toElement: 0))
         }
         return fixed
     }
-
-    /// Input group of the return whose crossing is `crossing` (set by ``SplitPlan``).
-    var returnGroups: [Int: Int] = [:]
-    func groupOfReturn(_ crossing: Int) -> Int { returnGroups[crossing]! }
 }
 
 /// A file's parts, one per server that has nodes, io's first, and the edges between them.
@@ -180,8 +177,7 @@ struct SplitPlan: Equatable {
             add(sp, ConnectionSpec(from: from, fromElement: fromElement, to: out, toElement: outElement), index)
             if dp == 0 {
                 let id = "@return\(index)"
-                parts[0].returns.append((id, crossing.channels, index))
-                parts[0].returnGroups[index] = crossing.receiveGroup
+                parts[0].returns.append((id, crossing.channels, index, crossing.receiveGroup))
                 add(0, ConnectionSpec(from: id, fromElement: 0, to: to, toElement: toElement), index)
             } else {
                 let (input, inputElement) = parts[dp].source(ofGroup: crossing.receiveGroup)

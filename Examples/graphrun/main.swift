@@ -112,6 +112,13 @@ while let argument = arguments.next() {
 guard let filePath else { tool.fail("no graph file given (see --help)", status: ExitStatus.usage) }
 if let partServer { runPart(server: partServer, file: filePath, clientName: client.name, tool: Tool(name: "graphrun (part \"\(partServer)\")")) }
 ownServer.check(tool: tool)
+/// --reconnect waits for one server: refused (status 2) for a file whose graph runs on several,
+/// which ends when any of them goes away.
+@MainActor func checkReconnect(_ plan: SplitPlan) {
+    if plan.parts.count > 1 && client.reconnect {
+        tool.fail("--reconnect is for a graph on one server (this file's runs on \(plan.parts.count)): a part's server that goes away ends graphrun", status: ExitStatus.usage)
+    }
+}
 if ownServer.driver != nil && (checkOnly || partServer != nil) { tool.fail("--start-server is for a run (not --check)", status: ExitStatus.usage) }
 if checkRate != nil && !checkOnly { tool.fail("--rate is for --check (a run uses the server's rate)", status: ExitStatus.usage) }
 
@@ -126,9 +133,7 @@ if checkOnly {
     let spec: GraphSpec
     do {
         spec = try reader.read()
-        if try SplitPlan.make(spec, reader: reader).parts.count > 1 && client.reconnect {
-            tool.fail("--reconnect is for a graph on one server (this file's runs on more)", status: ExitStatus.usage)
-        }
+        checkReconnect(try SplitPlan.make(spec, reader: reader))
     } catch { tool.fail("\(error)", status: ExitStatus.usage) }
     tool.say("graphrun: \(filePath) is valid at \(rate) Hz (\(note)): \(spec.nodes.count) node(s), \(spec.connections.count) connection(s), \(spec.channels) channel(s)")
     exit(ExitStatus.success)
@@ -143,9 +148,7 @@ QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT])
 // is applied), then the clients they run in: io's part's first.
 let firstPlan: SplitPlan
 do { firstPlan = try SplitPlan.make(firstSpec, reader: firstReader) } catch { tool.fail("\(error)", status: ExitStatus.usage) }
-if firstPlan.parts.count > 1 && client.reconnect {
-    tool.fail("--reconnect is for a graph on one server (this file's runs on \(firstPlan.parts.count)): a part's server that goes away ends graphrun", status: ExitStatus.usage)
-}
+checkReconnect(firstPlan)
 let split: SplitGraph
 do { split = try SplitGraph(firstPlan) } catch { tool.fail("could not make the graph: \(error)") }
 let live = split.main

@@ -56,13 +56,7 @@ public final class AudioRecorder: @unchecked Sendable {
     ///   node or element that cannot be recorded).
     public init(path: String, settings: RecordingSettings? = nil, graph: AudioGraph, node: AUNode,
                 element: AudioUnitElement = IOUnit.inputElement) throws(RecorderError) {
-        let chosen: RecordingSettings
-        if let settings { chosen = settings } else { chosen = try RecordingSettings.forPath(path) }
-        let source: StreamFormat
-        do throws(AudioUnitError) {
-            _ = try graph.checkObservable(node, element)
-            source = try graph.nodeInfo(node).streamFormat(scope: .output, element: element)
-        } catch { throw .audioUnit(error) }
+        let (chosen, source) = try Recorder.resolve(path: path, settings: settings, graph: graph, node: node, element: element)
         try chosen.check(sampleRate: chosen.sampleRate ?? source.sampleRate, channels: chosen.channels ?? Int(source.channelsPerFrame))
         self.path = path
         self.settings = chosen

@@ -45,6 +45,9 @@ public final class LoudnessMeter: @unchecked Sendable {
 
     private let graph: AudioGraph
     private let state: ControlLock<UnsafeMutablePointer<ebur128_state>?>
+    /// What libebur128 measures: everything the readings ask (range, integrated, true peak; they
+    /// include momentary, short-term and sample peak).
+    private static let mode = Int32(EBUR128_MODE_LRA.rawValue | EBUR128_MODE_I.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue)
     private var tap: AudioTap?
 
     /// Starts measuring `node`'s output `element` at the next slice it renders.
@@ -67,7 +70,7 @@ public final class LoudnessMeter: @unchecked Sendable {
         let source = try graph.nodeInfo(node).streamFormat(scope: .output, element: element)
         let channels = Int(source.channelsPerFrame)
         guard channels <= 64, let measured = ebur128_init(UInt32(channels), UInt(source.sampleRate.rounded()),
-                                                          Int32(EBUR128_MODE_LRA.rawValue | EBUR128_MODE_I.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue))
+                                                          LoudnessMeter.mode)
         else { throw .formatNotSupported }
         self.node = node
         self.element = element
@@ -140,7 +143,7 @@ public final class LoudnessMeter: @unchecked Sendable {
             guard measured != nil else { return }
             ebur128_destroy(&measured)
             measured = ebur128_init(UInt32(channelCount), UInt(sampleRate.rounded()),
-                                    Int32(EBUR128_MODE_LRA.rawValue | EBUR128_MODE_I.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue))
+                                    LoudnessMeter.mode)
         }
     }
 

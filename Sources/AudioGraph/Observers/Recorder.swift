@@ -281,13 +281,7 @@ public final class Recorder: @unchecked Sendable {
     /// As the public init; `gated`: nothing is written until ``openSpan(at:)`` (``AudioRecorder``).
     init(graph: AudioGraph, node: AUNode, element: AudioUnitElement, path: String,
          settings: RecordingSettings?, gated: Bool) throws(RecorderError) {
-        var chosen: RecordingSettings
-        if let settings { chosen = settings } else { chosen = try RecordingSettings.forPath(path) }
-        let source: StreamFormat
-        do throws(AudioUnitError) {
-            _ = try graph.checkObservable(node, element)
-            source = try graph.nodeInfo(node).streamFormat(scope: .output, element: element)
-        } catch { throw .audioUnit(error) }
+        var (chosen, source) = try Recorder.resolve(path: path, settings: settings, graph: graph, node: node, element: element)
         let (rate, note) = chosen.fileRate(for: chosen.sampleRate ?? source.sampleRate)
         let channels = chosen.channels ?? Int(source.channelsPerFrame)
         var info = try chosen.checked(sampleRate: rate, channels: channels)
@@ -340,6 +334,20 @@ public final class Recorder: @unchecked Sendable {
             unlink(path)
             throw .audioUnit(error)
         }
+    }
+
+    /// The settings to record with (`settings`, else from `path`'s extension) and the format
+    /// of the element recorded.
+    /// - Throws: ``RecorderError/unsupportedSettings(_:)`` (an extension it cannot tell),
+    ///   ``RecorderError/audioUnit(_:)`` (a node or element that cannot be recorded).
+    static func resolve(path: String, settings: RecordingSettings?, graph: AudioGraph, node: AUNode,
+                        element: AudioUnitElement) throws(RecorderError) -> (RecordingSettings, StreamFormat) {
+        let chosen: RecordingSettings
+        if let settings { chosen = settings } else { chosen = try RecordingSettings.forPath(path) }
+        do throws(AudioUnitError) {
+            _ = try graph.checkObservable(node, element)
+            return (chosen, try graph.nodeInfo(node).streamFormat(scope: .output, element: element))
+        } catch { throw .audioUnit(error) }
     }
 
     /// A gated recorder writes the frames from sample time `time` (the graph's, ``AudioGraph/sampleTime``)
