@@ -96,50 +96,75 @@ final class FollowedFile {
     /// The file's text when it changed since the last read (or always, when `force`), else nil.
     /// A file that cannot be read now is reported once per absence through `tool`, and its
     /// return is said too.
+    ///
+    /// With inotify, a read is checked against what inotify said while it ran: a look by
+    /// `stat` (the polling fallback, or a racy re-read) can come between a writer's truncation
+    /// and its write, or between an unlink and the new file; the kernel queues the writer's
+    /// event before its call returns, so news drained after the read means the read may have
+    /// seen a save half-way. Such a read is set aside (nothing said, nothing applied) and the
+    /// save is waited for as inotify's news says.
     func changedText(force: Bool, tool: Tool) -> String? {
-        if let watch {
-            for news in watch.drain() {
-                switch news {
-                case .inProgress: settleUntil = FollowedFile.monotonicMilliseconds() + FollowedFile.settleMilliseconds
-                case .complete: completeSaveSeen = true
+        absorb(watch?.drain() ?? [])
+        // A read that raced a writer is set aside and taken again; a writer that never stops
+        // changing the file is read after a few rounds all the same.
+        for round in 0..<4 {
+            if !force {
+                // A writer at work: wait for it to close the file (or for the settling time to pass).
+                if let settleUntil, !completeSaveSeen, FollowedFile.monotonicMilliseconds() < settleUntil { return nil }
+                if !completeSaveSeen && !missing {
+                    // No word from inotify: a look at the file's identity decides.
+                    var info = stat()
+                    if stat(path, &info) == 0, Stamp(info) == stamp, readAt - FollowedFile.seconds(stamp.modified) >= FollowedFile.racySeconds,
+                       readAt - FollowedFile.seconds(stamp.changed) >= FollowedFile.racySeconds {
+                        return nil
+                    }
                 }
             }
+            settleUntil = nil
+            completeSaveSeen = false
+            watch?.rewatchIfLost()
+            let result = FollowedFile.read(path)
+            if let late = watch?.drain(), !late.isEmpty, round < 3 {
+                absorb(late)
+                // A forced read (the `reload` command) stands unless a write is in progress.
+                if !force || !late.contains(.inProgress) { continue }
+            }
+            let now: (stamp: Stamp, text: String)
+            switch result {
+            case .success(let read): now = read
+            case .failure(let error):
+                // Once per absence: editors that save by deleting and re-creating leave a gap.
+                if !missing { tool.complain("cannot read '\(path)' now (\(error.reason)); still running the previous version") }
+                missing = true
+                return nil
+            }
+            let wasMissing = missing
+            missing = false
+            stamp = now.stamp
+            readAt = FollowedFile.realtime()
+            guard force || now.text != text else {
+                if wasMissing { tool.say("graphrun: '\(path)' can be read again, unchanged") }
+                return nil
+            }
+            if wasMissing { tool.say("graphrun: '\(path)' can be read again") }
+            text = now.text
+            return now.text
         }
-        if !force {
-            // A writer at work: wait for it to close the file (or for the settling time to pass).
-            if let settleUntil, !completeSaveSeen, FollowedFile.monotonicMilliseconds() < settleUntil { return nil }
-            if !completeSaveSeen && !missing {
-                // No word from inotify: a look at the file's identity decides.
-                var info = stat()
-                if stat(path, &info) == 0, Stamp(info) == stamp, readAt - FollowedFile.seconds(stamp.modified) >= FollowedFile.racySeconds,
-                   readAt - FollowedFile.seconds(stamp.changed) >= FollowedFile.racySeconds {
-                    return nil
-                }
+        return nil
+    }
+
+    /// Takes inotify's news in order: a write in progress starts (or extends) the settling
+    /// time, and a save begun after a complete one is waited for again; a complete save (the
+    /// last news) asks for a read at once.
+    private func absorb(_ news: [FolderWatch.News]) {
+        for item in news {
+            switch item {
+            case .inProgress:
+                settleUntil = FollowedFile.monotonicMilliseconds() + FollowedFile.settleMilliseconds
+                completeSaveSeen = false
+            case .complete: completeSaveSeen = true
             }
         }
-        settleUntil = nil
-        completeSaveSeen = false
-        watch?.rewatchIfLost()
-        let now: (stamp: Stamp, text: String)
-        switch FollowedFile.read(path) {
-        case .success(let read): now = read
-        case .failure(let error):
-            // Once per absence: editors that save by deleting and re-creating leave a gap.
-            if !missing { tool.complain("cannot read '\(path)' now (\(error.reason)); still running the previous version") }
-            missing = true
-            return nil
-        }
-        let wasMissing = missing
-        missing = false
-        stamp = now.stamp
-        readAt = FollowedFile.realtime()
-        guard force || now.text != text else {
-            if wasMissing { tool.say("graphrun: '\(path)' can be read again, unchanged") }
-            return nil
-        }
-        if wasMissing { tool.say("graphrun: '\(path)' can be read again") }
-        text = now.text
-        return now.text
     }
 
     /// The file's identity and contents now, or the system's reason it cannot be read.
