@@ -42,8 +42,7 @@ public final class AudioRecorder: @unchecked Sendable {
     public private(set) var lastError: RecorderError?
 
     private var recorder: Recorder?
-    private var meter: LevelMeter?
-    private var readings: [(average: Float, peak: Float)] = []
+    private let metering: PowerMetering
     private var recording = false
     private var endTime: Double?
     /// The element's rate, Hz: sample times count its frames.
@@ -64,6 +63,7 @@ public final class AudioRecorder: @unchecked Sendable {
         self.node = node
         self.element = element
         sourceRate = source.sampleRate
+        metering = PowerMetering(graph: graph, node: node, element: element)
     }
 
     /// Creates the file (replacing one there), ready to record. True when it is ready.
@@ -158,33 +158,21 @@ public final class AudioRecorder: @unchecked Sendable {
 
     /// Whether ``updateMeters()`` reads levels (a ``LevelMeter`` on the element while true).
     public var isMeteringEnabled: Bool {
-        get { meter != nil }
-        set {
-            if newValue, meter == nil { meter = try? graph.installLevelMeter(on: node, element: element) }
-            if !newValue, let meter { try? graph.removeLevelMeter(meter); self.meter = nil; readings = [] }
-        }
+        get { metering.isEnabled }
+        set { metering.isEnabled = newValue }
     }
 
     /// Takes the meters' current readings, for the next ``averagePower(forChannel:)`` and
     /// ``peakPower(forChannel:)`` (AVAudioRecorder's order: update, then read).
-    public func updateMeters() {
-        guard let meter else { return }
-        readings = (0..<meter.channelCount).map { c in (try? meter.levels(channel: c)) ?? (LevelMeter.silence, LevelMeter.silence) }
-    }
+    public func updateMeters() { metering.update() }
 
     /// The last ``updateMeters()``'s average power of `channel`, dBFS (τ = 0.3 s; −3.01 for a
     /// full-scale sine); −160 when metering is off, before an update, or for a channel it lacks.
-    public func averagePower(forChannel channel: Int) -> Float {
-        channel >= 0 && channel < readings.count ? readings[channel].average : LevelMeter.silence
-    }
+    public func averagePower(forChannel channel: Int) -> Float { metering.averagePower(channel) }
 
     /// The last ``updateMeters()``'s peak power of `channel`, dBFS (held 1.5 s; 0 for a full-scale
     /// sine); −160 when metering is off, before an update, or for a channel it lacks.
-    public func peakPower(forChannel channel: Int) -> Float {
-        channel >= 0 && channel < readings.count ? readings[channel].peak : LevelMeter.silence
-    }
+    public func peakPower(forChannel channel: Int) -> Float { metering.peakPower(channel) }
 
-    deinit {
-        if let meter { try? graph.removeLevelMeter(meter) }
-    }
+    deinit { metering.remove() }
 }
