@@ -35,6 +35,9 @@ final class JACKRenderState: @unchecked Sendable {
     /// Whether a connection or a port somewhere on the server came or went since the control
     /// thread last looked (the port-connect and port-registration callbacks set it).
     let patchbayChanged = Atomic<Bool>(false)
+    /// Ports unregistered on the server so far (any client's): a connection to a physical port
+    /// that vanished across one is awaited, not forgotten (the control thread compares).
+    let portsUnregistered = Atomic<UInt64>(0)
     /// When the shutdown callback ran, CLOCK_MONOTONIC nanoseconds; 0 before.
     let shutdownTime = Atomic<UInt64>(0)
     /// Becomes readable when a notification is due: the server shut down, the period, rate or
@@ -216,6 +219,7 @@ func audiographJACKPortConnect(_ a: jack_port_id_t, _ b: jack_port_id_t, _ conne
 func audiographJACKPortRegistration(_ port: jack_port_id_t, _ registered: Int32, _ arg: UnsafeMutableRawPointer?) {
     guard let arg else { return }
     let s = renderState(arg)
+    if registered == 0 { s.portsUnregistered.add(1, ordering: .relaxed) }
     s.patchbayChanged.store(true, ordering: .relaxed)
     s.notify()
 }

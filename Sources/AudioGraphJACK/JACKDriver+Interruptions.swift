@@ -28,6 +28,21 @@ extension JACKDriver {
         }
     }
 
+    /// A connection between two ports, by full name (`client:port`), in signal-flow order.
+    public struct PortConnection: Sendable, Hashable, CustomStringConvertible {
+        /// The output port.
+        public var source: String
+        /// The input port.
+        public var destination: String
+        /// A connection from `source` to `destination`.
+        public init(source: String, destination: String) {
+            self.source = source
+            self.destination = destination
+        }
+        /// `system:capture_1 → graphthru:in_1`.
+        public var description: String { "\(source) → \(destination)" }
+    }
+
     /// What happened to the client's server, as AVAudioSession posts its interruption and
     /// route-change notifications: observe them with ``addObserver(_:)``; the control thread
     /// delivers them with ``dispatchNotifications()``.
@@ -44,6 +59,15 @@ extension JACKDriver {
         /// notification comes from ``JACKDriver/reconnect()``; otherwise the main loop calls
         /// ``JACKDriver/followSampleRate()``.
         case configurationChanged(from: Configuration, to: Configuration)
+        /// Physical ports this client was connected to went away while the server ran on (a
+        /// netjack2 slave re-creates its `system:` ports when its master comes back; a driver
+        /// restarted with `jack_control`); each connection is made again when its port is back
+        /// (``JACKDriver/pendingConnections`` until then). Connections to other clients' ports
+        /// that go away are not awaited: the client left, as JACK says.
+        case connectionsLost([PortConnection])
+        /// Awaited connections (``connectionsLost(_:)``, or after a ``JACKDriver/reconnect()``)
+        /// made again now that their ports are back.
+        case connectionsRestored([PortConnection])
 
         /// One line: `interruption began (reason)`, `interruption ended after 1.23 s (44100 Hz,
         /// period 256)`, `configuration changed: 48000 Hz, period 256 → 48000 Hz, period 64`.
@@ -56,6 +80,10 @@ extension JACKDriver {
                 return "interruption ended after \(seconds) s (\(configuration))"
             case .configurationChanged(let from, let to):
                 return "configuration changed: \(from) → \(to)"
+            case .connectionsLost(let connections):
+                return "port(s) gone, connection(s) awaited: \(connections.map(\.description).joined(separator: ", "))"
+            case .connectionsRestored(let connections):
+                return "connection(s) made again: \(connections.map(\.description).joined(separator: ", "))"
             }
         }
     }
@@ -121,23 +149,58 @@ extension JACKDriver {
     /// client not back yet); each is made when its port appears. Thread: control thread.
     public var pendingConnections: [(source: String, destination: String)] { awaitedConnections }
 
-    /// After the server reported a change: makes the awaited connections whose ports exist now,
-    /// then notes this client's connections (a snapshot that holds only while the server runs:
-    /// a shutdown under way leaves the last good one). Thread: control thread.
+    /// After the server reported a change: notes this client's connections (a snapshot that
+    /// holds only while the server runs: a shutdown under way leaves the last good one) and
+    /// makes the awaited connections whose ports exist now. A connection to a physical port that
+    /// is gone, or was re-created (another port id under the same name), is awaited and posted
+    /// as ``Notification/connectionsLost(_:)``, and so is one whose port is there again under
+    /// the same id after ports were unregistered (jack2 reuses a port's slot); one to a port
+    /// that stayed was broken by a patchbay and is forgotten. Thread: control thread.
     private func notePatchbay() {
         guard let client else { return }
-        if !awaitedConnections.isEmpty {
-            awaitedConnections.removeAll { pair in
-                jack_port_by_name(client, pair.source) != nil && jack_port_by_name(client, pair.destination) != nil
-                    && [0, EEXIST].contains(jack_connect(client, pair.source, pair.destination))
+        func snapshot() -> [(source: String, destination: String)] {
+            var seen: [(source: String, destination: String)] = []
+            for port in inputPortNames { seen += connections(ofPort: port).map { ($0, port) } }
+            for port in outputPortNames { seen += connections(ofPort: port).map { (port, $0) } }
+            return seen
+        }
+        var seen = snapshot()
+        // A snapshot taken as the server goes away reads every port as unconnected: keep the last good one.
+        let alive = !isShutDown && jack_port_by_name(client, inputPortNames.first ?? outputPortNames.first ?? "") != nil
+        let own = Set(inputPortNames + outputPortNames)
+        func peer(_ pair: (source: String, destination: String)) -> String { own.contains(pair.source) ? pair.destination : pair.source }
+        var lost: [PortConnection] = []
+        let unregistered = state.portsUnregistered.load(ordering: .relaxed)
+        if alive {
+            for pair in knownConnections where !seen.contains(where: { $0 == pair }) {
+                guard let id = physicalPeers[peer(pair)], !awaitedConnections.contains(where: { $0 == pair }) else { continue }
+                // Still the same port, and none went away meanwhile: a patchbay broke it.
+                if let port = jack_port_by_name(client, peer(pair)), jack_port_uuid(port) == id, unregistered == unregistrationsNoted { continue }
+                awaitedConnections.append(pair)
+                lost.append(PortConnection(source: pair.source, destination: pair.destination))
             }
         }
-        var seen: [(source: String, destination: String)] = []
-        for port in inputPortNames { seen += connections(ofPort: port).map { ($0, port) } }
-        for port in outputPortNames { seen += connections(ofPort: port).map { (port, $0) } }
-        // A snapshot taken as the server goes away reads every port as unconnected: keep the last good one.
-        guard !isShutDown, jack_port_by_name(client, inputPortNames.first ?? outputPortNames.first ?? "") != nil else { return }
+        var restored: [PortConnection] = []
+        if !awaitedConnections.isEmpty {
+            awaitedConnections.removeAll { pair in
+                let made = jack_port_by_name(client, pair.source) != nil && jack_port_by_name(client, pair.destination) != nil
+                    && [0, EEXIST].contains(jack_connect(client, pair.source, pair.destination))
+                if made { restored.append(PortConnection(source: pair.source, destination: pair.destination)) }
+                return made
+            }
+        }
+        guard alive else { return }
+        unregistrationsNoted = unregistered
+        if !restored.isEmpty { seen = snapshot() }
         knownConnections = seen
+        physicalPeers = [:]
+        for pair in seen {
+            guard let port = jack_port_by_name(client, peer(pair)),
+                  (UInt32(bitPattern: jack_port_flags(port)) & JackPortIsPhysical.rawValue) != 0 else { continue }
+            physicalPeers[peer(pair)] = jack_port_uuid(port)
+        }
+        if !lost.isEmpty { post(.connectionsLost(lost)) }
+        if !restored.isEmpty { post(.connectionsRestored(restored)) }
     }
 
     /// Makes the remembered connections again on a client just reopened; those whose peer is

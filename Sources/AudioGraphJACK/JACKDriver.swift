@@ -88,6 +88,12 @@ public final class JACKDriver: @unchecked Sendable {
     /// Connections ``reconnect()`` could not make yet (a peer's port not there): made when the
     /// port registers.
     var awaitedConnections: [(source: String, destination: String)] = []
+    /// Peer ports of ``knownConnections`` that were physical (`JackPortIsPhysical`: a driver's
+    /// `system:` ports) when last seen, with their port ids (a re-created port has another).
+    /// Control thread.
+    var physicalPeers: [String: jack_uuid_t] = [:]
+    /// The server's port unregistrations counted when ``knownConnections`` was last noted.
+    var unregistrationsNoted: UInt64 = 0
     /// This client's ports that carry a pretty name, removed again by ``close()``.
     var prettyNamedPorts: [jack_uuid_t] = []
 

@@ -115,6 +115,19 @@ public final class MainLoop {
     ///   its new rate (the reason goes to ``complain``).
     /// - Thread: the main thread.
     public func run() -> Int32 {
+        // Physical ports that go away and come back while the server runs (a netjack2 slave
+        // whose master restarted re-creates its system: ports): said both ways.
+        let token = driver.addObserver { [report] notification in
+            switch notification {
+            case .connectionsLost(let lost):
+                report("note: port(s) gone while the server runs on; their connection(s) will be made again when they are back: "
+                       + lost.map(\.description).joined(separator: ", "))
+            case .connectionsRestored(let restored):
+                report("note: connection(s) made again, their ports back: " + restored.map(\.description).joined(separator: ", "))
+            default: break
+            }
+        }
+        defer { driver.removeObserver(token) }
         while true {
             if QuitSignals.received != 0 || isDone() { return ExitStatus.success }
             driver.dispatchNotifications()

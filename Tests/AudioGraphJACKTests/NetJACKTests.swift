@@ -198,6 +198,24 @@ extension JACKIntegration {
             #expect(resuming.waitForExit() == 0, "\(resuming.stderr)")
         }
 
+        /// The master restarting under a slave: the slave joins the new master by itself and
+        /// re-creates its `system:` ports; graphthru on the slave says the ports went and came
+        /// back, and its connections to them are made again, so speech passes bit-exact again.
+        @Test func theMasterRestartingGivesGraphthruOnTheSlaveItsConnectionsBack() throws {
+            let link = try NetLink(tag: "master")
+            let slave = try #require(link.slave)
+            let tool = try ToolProcess(["--name", "gt-master"], server: slave.name)
+            #expect(tool.waitFor("mute: off", timeout: 15), "\(tool.stderr)")
+            #expect(NetLink.waitForPort("gt-master:out_1", on: slave.name))
+            try link.restartMaster()
+            #expect(tool.waitFor("connection(s) made again", timeout: 20), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            #expect(tool.stdout.contains("system:capture_1 → gt-master:in_1"), "\(tool.stdout)")
+            let (delay, report) = NetJACKTests.roundTrip(link, slaveClient: link.slaveClient)
+            #expect(delay != nil, "speech did not come back bit-exact after the master restarted: \(report)")
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+        }
+
         /// Figures, printed and not asserted: round-trip latency and graphthru's CPU on the
         /// slave against the same graphthru on a local server (the shared test server), same run.
         @Test func roundTripLatencyAndClientCPUOnTheSlaveAgainstALocalServer() throws {

@@ -118,7 +118,7 @@ public final class PrivateServer: @unchecked Sendable {
 /// then has `SLAVE:to_slave_N` (into the slave's `system:capture_N`) and `SLAVE:from_slave_N`
 /// (out of its `system:playback_N`). Servers are stopped by process id when the link goes.
 public final class NetLink {
-    public let master: PrivateServer
+    public private(set) var master: PrivateServer
     /// The UDP port the master's netmanager listens on.
     public let port: Int
     public private(set) var slave: PrivateServer?
@@ -133,6 +133,12 @@ public final class NetLink {
         master = try PrivateServer(name: "ag-net-master-\(tag)-\(getpid())")
         port = NetLink.freeUDPPort()
         slaveClient = "ag-slave-\(tag)"
+        try loadNetmanager()
+        if startSlave { try self.startSlave(channels: channels, latency: latency) }
+    }
+
+    /// `jack_load netmanager` on the master, listening on ``port`` of 127.0.0.1.
+    private func loadNetmanager() throws {
         let load = Process()
         load.executableURL = URL(fileURLWithPath: "/usr/bin/jack_load")
         load.arguments = ["-s", master.name, "-i", "-a 127.0.0.1 -p \(port)", "netmanager"]
@@ -141,7 +147,18 @@ public final class NetLink {
         try load.run()
         load.waitUntilExit()
         guard load.terminationStatus == 0 else { throw Failure(description: "jack_load netmanager on \(master.name) exited \(load.terminationStatus)") }
-        if startSlave { try self.startSlave(channels: channels, latency: latency) }
+    }
+
+    /// Kills the master (SIGKILL), starts a master of the same name with netmanager on the
+    /// same port, and waits until the slave has joined it again (its ports back on both sides).
+    public func restartMaster() throws {
+        let name = master.name
+        master.kill()
+        master = try PrivateServer(name: name)
+        try loadNetmanager()
+        if let slave, !(NetLink.waitForPort("system:playback_1", on: slave.name) && NetLink.waitForPort("\(slaveClient):from_slave_1", on: name)) {
+            throw Failure(description: "the slave \(slave.name) did not join the restarted master \(name) within 20 s")
+        }
     }
 
     /// Starts the slave jackd (`-d net -a 127.0.0.1 -p PORT -n SLAVE -C N -P N -l L`) and
