@@ -236,6 +236,7 @@ do throws(RecorderError) {
     try recorder.stop()
     try? loudness.stop()
     tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)\(ownJACKServer.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
+    for line in recordingReport(recorder, xruns: driver.xrunCount) { tool.say(line) }
     func one(_ x: Double) -> String { tenths(Float(x)) }
     tool.say("integrated loudness \(loudness.integratedLoudness.map { one($0) + " LUFS" } ?? "none (nothing above the -70 LUFS gate)"), true peak \(loudness.truePeak.map { one($0) + " dBTP" } ?? "none (digital silence)")")
     if !gaps.isEmpty {
