@@ -64,3 +64,23 @@ extension Tool {
         return nil
     }
 }
+
+/// The lines a tool prints at exit about what a recording lost or changed, none when nothing
+/// was: samples clipped by an integer format, each gap the ring's overflow left (a stalled
+/// disk) with its graph sample time and file frame, and the JACK xruns of the run (their count:
+/// the driver keeps no positions). `prefix` starts each line ("graphthru: " or "").
+/// Thread: control thread, after ``Recorder/stop()``.
+public func recordingReport(_ recorder: Recorder, xruns: UInt64, prefix: String = "") -> [String] {
+    var lines: [String] = []
+    if recorder.clippedSampleCount > 0 {
+        lines.append("\(prefix)clipped: \(recorder.clippedSampleCount) sample(s) beyond ±1.0 written as full scale (\(recorder.settings.sampleFormat.rawValue))")
+    }
+    let gaps = recorder.gaps
+    if !gaps.isEmpty {
+        let more = recorder.gapCount > gaps.count ? " (the first \(gaps.count) of \(recorder.gapCount))" : ""
+        lines.append("\(prefix)dropped: \(recorder.framesDropped) frame(s) the writer fell behind on (disk too slow), in \(recorder.gapCount) gap(s)\(more):")
+        for gap in gaps { lines.append("\(prefix)  \(gap)") }
+    }
+    if xruns > 0 { lines.append("\(prefix)xruns: \(xruns) reported by JACK during the recording (positions not known)") }
+    return lines
+}

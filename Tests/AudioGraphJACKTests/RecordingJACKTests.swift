@@ -171,6 +171,78 @@ extension JACKIntegration {
             }
         }
 
+        /// A writer stalled 4 s (the test hook) behind a 1 s ring, live on JACK: the process
+        /// thread goes on untouched — in optimized builds it neither allocates nor locks during
+        /// the stall (debug builds do not claim that) — and causes no xrun the server did not
+        /// report to another client too; about 3 s of frames are dropped and located, and the
+        /// recording continues after the stall.
+        @Test func aStalledWriterNeverBlocksTheProcessThread() throws {
+            try #require(alloccounter_available() == 1, "the allocation counter is off in sanitizer builds")
+            // Opened first and kept open: it hears every xrun the server reports.
+            let watcher = ProbeClient(server: server, name: "probe-stall-xruns", play: [], captureFrames: 0)
+            let graph = AudioGraph()
+            let io = IOUnit(), mixer = MultichannelMixerUnit(inputs: 1)
+            let ioNode = try graph.addNode(io), mixerNode = try graph.addNode(mixer)
+            try graph.setNodeInputCallback(mixerNode, inputElement: 0) { time, _, buffers in
+                alloccounter_arm_this_thread()  // the JACK process thread
+                for c in 0..<buffers.channelCount {
+                    let out = buffers[c]
+                    for f in 0..<buffers.frameCount { out[f] = 0.25 * Float(sin(Double(Int(time.sampleTime) + f) * 0.05)) }
+                }
+                return 0
+            }
+            try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            var options = JACKDriver.Options()
+            options.clientName = "ag-stall"
+            options.serverName = server
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try mixer.setStreamFormat(try .float32(sampleRate: Double(driver.sampleRate), channels: 2), scope: .output, element: 0)
+            try driver.start()
+            let rate = Double(driver.sampleRate)
+
+            let path = "/tmp/ag-stall-\(getpid()).wav"
+            defer { unlink(path) }
+            let recorder = try Recorder(graph: graph, node: mixerNode, path: path,
+                                        settings: RecordingSettings(fileType: .wav, sampleFormat: .float32, bufferDuration: 1))
+            usleep(500_000)  // warm-up: the writer has written a few blocks
+            #expect(recorder.framesWritten > 0 && alloccounter_armed_threads() >= 1)
+            let xrunsBefore = driver.xrunCount, serverXrunsBefore = watcher.xrunCount
+            let cyclesBefore = driver.processCycleCount
+            alloccounter_reset()
+            recorder.stallWriterForTesting(seconds: 4)
+            usleep(4_200_000)
+            let allocations = alloccounter_allocations(), frees = alloccounter_frees(), locks = alloccounter_locks()
+            let cycles = driver.processCycleCount - cyclesBefore
+            let writtenAfterStall = recorder.framesWritten
+            usleep(1_000_000)  // the writer catches up and records on
+            let xruns = driver.xrunCount - xrunsBefore, serverXruns = UInt64(watcher.xrunCount - serverXrunsBefore)
+            try recorder.stop()
+
+            #expect(Double(cycles) > 3.5 * rate / Double(driver.bufferSize), "the process thread ran through the stall: \(cycles) cycles")
+            if isOptimizedBuild {
+                #expect(allocations == 0 && frees == 0, "process thread during the stall: \(allocations) allocations, \(frees) frees")
+                #expect(locks == 0, "process thread during the stall: \(locks) pthread_mutex_lock calls")
+            }
+            #expect(xruns <= serverXruns, "xruns: \(xruns) counted by the driver, \(serverXruns) reported to another client")
+            let gaps = recorder.gaps
+            let dropped = recorder.framesDropped
+            // The ring holds 1 s of the 4 s stall: about 3 s are lost (less the blocks in flight).
+            #expect(Double(dropped) > 2 * rate && Double(dropped) < 3.5 * rate, "dropped \(dropped) frames in \(gaps)")
+            #expect(!gaps.isEmpty && gaps.reduce(0) { $0 + $1.frameCount } == dropped, "every dropped frame located: \(gaps)")
+            if let first = gaps.first {
+                #expect(first.fileFrame > 0 && first.sampleTime >= Double(first.fileFrame), "\(first)")
+            }
+            let file = try #require(readAudioFile(path))
+            #expect(UInt64(file.info.frames) == recorder.framesWritten)
+            // Recorded after the stall: more than half a second beyond the last gap, and it is the tone.
+            let resumedAt = Int(gaps.last?.fileFrame ?? 0)
+            #expect(Double(file.channels[0].count - resumedAt) > 0.5 * rate && recorder.framesWritten > writtenAfterStall,
+                    "\(file.channels[0].count - resumedAt) frames after the gap")
+            let after = file.channels[0][resumedAt...]
+            #expect(after.count > 0 && after.map { abs($0) }.max()! > 0.2, "the tone continues after the stall")
+        }
+
         /// Optimized builds only (scripts/test runs it with -c release): the JACK process thread
         /// neither allocates nor locks with taps (push and pull, with conversion), meters and a
         /// looping file player running, and while taps and meters are installed and removed.

@@ -148,6 +148,20 @@ public final class AudioRecorder: @unchecked Sendable {
         return Double(recorder.framesWritten) / rate
     }
 
+    /// Samples (frames × channels) beyond ±1.0 clipped to full scale because the file stores
+    /// integers (16- or 24-bit WAV, FLAC); 0 for Float32 WAV, Opus, Vorbis and MP3, which keep
+    /// them. See ``Recorder/clippedSampleCount``. 0 before recording. Thread: any.
+    public var clippedSampleCount: UInt64 { recorder?.clippedSampleCount ?? 0 }
+
+    /// Frames lost because the writer fell behind by more than
+    /// ``RecordingSettings/bufferDuration`` (a stalled disk), at the graph's rate; where each
+    /// gap is: ``gaps``. See ``Recorder/framesDropped``. Thread: any.
+    public var framesDropped: UInt64 { recorder?.framesDropped ?? 0 }
+
+    /// The gaps dropped frames left, with their graph sample times and file frames (the first
+    /// ``RecordingGap/maximumKept``). See ``Recorder/gaps``. Thread: any; allocates.
+    public var gaps: [RecordingGap] { recorder?.gaps ?? [] }
+
     /// Stops if need be and removes the file. True when it is gone.
     @discardableResult
     public func deleteRecording() -> Bool {

@@ -9,7 +9,11 @@ import Glibc
 public struct RecordingSettings: Sendable, Equatable {
     /// The container.
     public enum FileType: String, Sendable, CaseIterable {
-        /// RIFF WAVE (`SF_FORMAT_WAV`); switches to RF64 by itself past 4 GiB.
+        /// RIFF WAVE, written as libsndfile's RF64 with automatic downgrade (`SF_FORMAT_RF64`,
+        /// `SFC_RF64_AUTO_DOWNGRADE`): a plain RIFF WAVE file (WAVE_FORMAT_EXTENSIBLE) while it
+        /// is under 4 GiB, and an RF64 file (EBU Tech 3306, 64-bit sizes in a `ds64` chunk) from
+        /// the write that takes it past 4 GiB — so a long multichannel recording is never cut
+        /// or wrapped at 4 GiB. Readers without RF64 support read only files under 4 GiB.
         case wav
         /// FLAC, lossless (`SF_FORMAT_FLAC`); integer samples only.
         case flac
@@ -39,11 +43,14 @@ public struct RecordingSettings: Sendable, Equatable {
 
     /// How samples are stored.
     public enum SampleFormat: String, Sendable, CaseIterable {
-        /// 16-bit signed integer (`SF_FORMAT_PCM_16`).
+        /// 16-bit signed integer (`SF_FORMAT_PCM_16`). Samples beyond ±1.0 are clipped to the
+        /// format's range and counted (``Recorder/clippedSampleCount``).
         case int16
-        /// 24-bit signed integer (`SF_FORMAT_PCM_24`).
+        /// 24-bit signed integer (`SF_FORMAT_PCM_24`). Samples beyond ±1.0 are clipped to the
+        /// format's range and counted (``Recorder/clippedSampleCount``).
         case int24
-        /// 32-bit IEEE float (`SF_FORMAT_FLOAT`), WAV only: every Float32 sample bit for bit.
+        /// 32-bit IEEE float (`SF_FORMAT_FLOAT`), WAV only: every Float32 sample bit for bit,
+        /// including values beyond ±1.0, which are kept as they are (not clipped, not counted).
         case float32
     }
 
@@ -69,6 +76,17 @@ public struct RecordingSettings: Sendable, Equatable {
     /// Nil: ``quality``'s. Ignored for the other types.
     public var bitRate: Int?
 
+    /// The tap ring's capacity, in seconds of the recorded element's audio, 0.1…60 (default 2):
+    /// how long the writer thread may stall (a slow or frozen disk) before frames are dropped.
+    /// The render thread never waits for the disk: past this, whole slices are dropped,
+    /// counted (``Recorder/framesDropped``) and located (``Recorder/gaps``), and recording
+    /// continues as soon as the writer catches up. The ring is allocated (and locked in
+    /// memory where allowed) when recording starts: element channels × rate × this × 4 bytes.
+    public var bufferDuration: Double = 2
+
+    /// The bounds of ``bufferDuration``, seconds.
+    public static let bufferDurationRange: ClosedRange<Double> = 0.1...60
+
     /// libsndfile's compression level for these settings at `channels` channels, or nil for
     /// the codec's default.
     func compressionLevel(channels: Int) -> Double? {
@@ -85,14 +103,16 @@ public struct RecordingSettings: Sendable, Equatable {
     ///   - channels: 1…64, or nil for the element's channel count.
     ///   - frameLimit: frames to record at most (1…), or nil for no limit.
     ///   - quality: for Opus, Vorbis and MP3: 0…1 (1 best), or nil for the codec's default.
+    ///   - bufferDuration: the tap ring, seconds, 0.1…60 (checked when recording starts).
     public init(fileType: FileType = .wav, sampleFormat: SampleFormat = .float32, sampleRate: Double? = nil, channels: Int? = nil,
-                frameLimit: UInt64? = nil, quality: Double? = nil) {
+                frameLimit: UInt64? = nil, quality: Double? = nil, bufferDuration: Double = 2) {
         self.fileType = fileType
         self.sampleFormat = sampleFormat
         self.sampleRate = sampleRate
         self.channels = channels
         self.frameLimit = frameLimit
         self.quality = quality
+        self.bufferDuration = bufferDuration
     }
 
     /// The rate the file is written at for a requested `rate`: the same, except for Opus or MP3
@@ -136,8 +156,9 @@ public struct RecordingSettings: Sendable, Equatable {
     ///   - sampleRate: the file's rate, Hz (``sampleRate``, or the graph's when that is nil).
     ///   - channels: the file's channels (``channels``, or the element's when that is nil).
     /// - Throws: ``RecorderError/unsupportedSettings(_:)``: a rate that is not a whole number of
-    ///   Hz within 1…768000, channels outside 1…64, a frame limit of 0, or a container that
-    ///   cannot hold the sample format (FLAC and float32).
+    ///   Hz within 1…768000, channels outside 1…64, a frame limit of 0, a ``bufferDuration``
+    ///   outside 0.1…60 s (or not finite), or a container that cannot hold the sample format
+    ///   (FLAC and float32).
     /// - Thread: any.
     public func check(sampleRate: Double, channels: Int) throws(RecorderError) {
         _ = try checked(sampleRate: sampleRate, channels: channels)
@@ -153,6 +174,9 @@ public struct RecordingSettings: Sendable, Equatable {
         }
         guard frameLimit != 0 else {
             throw .unsupportedSettings("a frame limit of 0: 1 frame or more, or nil to record until stop()")
+        }
+        guard bufferDuration.isFinite, RecordingSettings.bufferDurationRange.contains(bufferDuration) else {
+            throw .unsupportedSettings("a buffer duration of \(bufferDuration) s: 0.1…60 s")
         }
         if let quality, !(quality.isFinite && quality >= 0 && quality <= 1) {
             throw .unsupportedSettings("quality \(quality): 0 (smallest) … 1 (best)")
@@ -191,7 +215,8 @@ public struct RecordingSettings: Sendable, Equatable {
         case .mp3: return Int32(SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III)
         case .wav, .flac: break
         }
-        let container = fileType == .wav ? SF_FORMAT_WAV : SF_FORMAT_FLAC
+        // WAV as RF64 with automatic downgrade (set at open): RIFF WAVE under 4 GiB, RF64 past it.
+        let container = fileType == .wav ? SF_FORMAT_RF64 : SF_FORMAT_FLAC
         let subtype: Int
         switch sampleFormat {
         case .int16: subtype = SF_FORMAT_PCM_16
@@ -236,12 +261,17 @@ public enum RecorderError: Error, Sendable, Equatable, CustomStringConvertible {
 /// so a process killed mid-recording leaves a valid WAV file holding every block written so
 /// far; ``stop()`` writes the rest and closes the file.
 ///
-/// Integer formats: a sample `x` becomes `round(x × 32768)` (16-bit) or `round(x × 8388608)`
-/// (24-bit), clipped to the format's range — the inverse of libsndfile's integer-to-float read
-/// scaling, so integer audio that went through the graph unchanged is recorded bit for bit.
+/// Integer formats (16- and 24-bit WAV and FLAC): a sample `x` becomes `round(x × 32768)`
+/// (16-bit) or `round(x × 8388608)` (24-bit), clipped to the format's range — the inverse of
+/// libsndfile's integer-to-float read scaling, so integer audio that went through the graph
+/// unchanged is recorded bit for bit. Samples beyond ±1.0 are clipped and counted in
+/// ``clippedSampleCount``. Float32 WAV keeps them as they are; Opus, Vorbis and MP3 encode
+/// floats and keep them too (a decoder reads them back beyond ±1), so neither counts any.
 ///
-/// Frames dropped by the tap (the writer fell behind by more than the tap's ring: 2 s) are not
-/// in the file; ``framesDropped`` counts them.
+/// Frames dropped by the tap (the writer fell behind by more than the ring,
+/// ``RecordingSettings/bufferDuration``, 2 s by default — a stalled disk) are not in the file;
+/// ``framesDropped`` counts them and ``gaps`` says where each gap is. The render thread never
+/// waits for the writer.
 /// Thread: start and stop from a control thread; counters from any thread.
 /// SAFETY (`@unchecked Sendable`): counters are atomics; the writer runs on the tap's thread only; start and stop are control-thread calls.
 public final class Recorder: @unchecked Sendable {
@@ -291,30 +321,7 @@ public final class Recorder: @unchecked Sendable {
         }
         chosen.sampleRate = rate
         chosen.channels = channels
-        var before = stat()
-        let existed = stat(path, &before) == 0
-        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
-            throw .cannotCreate(path: path, reason: String(cString: sf_strerror(nil)))
-        }
-        // A codec's quality is set before anything is written (Vorbis and Opus write their
-        // headers with it).
-        if var level = chosen.compressionLevel(channels: channels) {
-            sf_command(file, Int32(SFC_SET_COMPRESSION_LEVEL), &level, Int32(MemoryLayout<Double>.size))
-        }
-        // Write the header now: a FLAC encoder otherwise starts (and finds a full disk or a
-        // device it cannot write) only at the first block, long after this call returned.
-        // (Ogg and MP3 headers are written with the first audio.)
-        if !chosen.fileType.isCompressed { sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0) }
-        if sf_error(file) != 0 {
-            let reason = String(cString: sf_strerror(file))
-            sf_close(file)
-            var after = stat()
-            if !existed, stat(path, &after) == 0, (after.st_mode & S_IFMT) == S_IFREG { unlink(path) }
-            throw .cannotCreate(path: path, reason: reason)
-        }
-        // Every write rewrites the header, so the file is valid at any moment. (Ogg and MP3
-        // need none: their pages and frames are complete as each is written.)
-        if !chosen.fileType.isCompressed { sf_command(file, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE)) }
+        let file = try Recorder.createFile(path: path, info: &info, settings: chosen)
         rateNote = note
         self.path = path
         self.settings = chosen
@@ -326,7 +333,8 @@ public final class Recorder: @unchecked Sendable {
         let format = try! StreamFormat.float32(sampleRate: rate, channels: UInt32(channels), interleaved: true)
         let writer = self.writer
         do throws(AudioUnitError) {
-            tap = try graph.installTap(on: node, element: element, blockFrames: 4096, format: format) { block in
+            tap = try graph.installTap(on: node, element: element, blockFrames: 4096, format: format,
+                                       bufferDuration: chosen.bufferDuration) { block in
                 writer.write(block)
             }
         } catch {
@@ -334,6 +342,41 @@ public final class Recorder: @unchecked Sendable {
             unlink(path)
             throw .audioUnit(error)
         }
+    }
+
+    /// Creates `path` for writing as `settings` say (`info` from ``RecordingSettings/checked(sampleRate:channels:)``):
+    /// WAV as RF64 with automatic downgrade, the codec's quality, the header written now and
+    /// rewritten on every write. On failure nothing is left behind (a file it created is removed).
+    /// - Throws: ``RecorderError/cannotCreate(path:reason:)``. Thread: control thread.
+    static func createFile(path: String, info: inout SF_INFO, settings: RecordingSettings) throws(RecorderError) -> OpaquePointer {
+        var before = stat()
+        let existed = stat(path, &before) == 0
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw .cannotCreate(path: path, reason: String(cString: sf_strerror(nil)))
+        }
+        // WAV: a RIFF header (with room for RF64's ds64 chunk) until the file passes 4 GiB,
+        // then RF64; set before any audio is written (libsndfile ignores it after).
+        if settings.fileType == .wav { sf_command(file, Int32(SFC_RF64_AUTO_DOWNGRADE), nil, Int32(SF_TRUE)) }
+        // A codec's quality is set before anything is written (Vorbis and Opus write their
+        // headers with it).
+        if var level = settings.compressionLevel(channels: Int(info.channels)) {
+            sf_command(file, Int32(SFC_SET_COMPRESSION_LEVEL), &level, Int32(MemoryLayout<Double>.size))
+        }
+        // Write the header now: a FLAC encoder otherwise starts (and finds a full disk or a
+        // device it cannot write) only at the first block, long after this call returned.
+        // (Ogg and MP3 headers are written with the first audio.)
+        if !settings.fileType.isCompressed { sf_command(file, Int32(SFC_UPDATE_HEADER_NOW), nil, 0) }
+        if sf_error(file) != 0 {
+            let reason = String(cString: sf_strerror(file))
+            sf_close(file)
+            var after = stat()
+            if !existed, stat(path, &after) == 0, (after.st_mode & S_IFMT) == S_IFREG { unlink(path) }
+            throw .cannotCreate(path: path, reason: reason)
+        }
+        // Every write rewrites the header, so the file is valid at any moment. (Ogg and MP3
+        // need none: their pages and frames are complete as each is written.)
+        if !settings.fileType.isCompressed { sf_command(file, Int32(SFC_SET_UPDATE_HEADER_AUTO), nil, Int32(SF_TRUE)) }
+        return file
     }
 
     /// The settings to record with (`settings`, else from `path`'s extension) and the format
@@ -382,6 +425,31 @@ public final class Recorder: @unchecked Sendable {
     public var framesDropped: UInt64 { (tap?.framesDropped ?? finalDropped) + writer.lost.load(ordering: .relaxed) }
     private var finalDropped: UInt64 = 0
 
+    /// Samples (frames × channels, in the file's channels) beyond ±1.0 that were clipped to
+    /// full scale because the file stores integers: 16- or 24-bit WAV and FLAC. Always 0 for
+    /// Float32 WAV, Opus, Vorbis and MP3, which keep such samples as they are. A NaN or ±Inf
+    /// is not counted here (see ``nonFiniteSampleCount``). Thread: any.
+    public var clippedSampleCount: UInt64 { writer.clipped.load(ordering: .relaxed) }
+
+    /// Where frames were dropped because the ring was full (the writer fell behind by more
+    /// than ``RecordingSettings/bufferDuration``), oldest first: the first
+    /// ``RecordingGap/maximumKept`` gaps; ``gapCount`` counts them all. A gap is known once
+    /// the audio after it reaches the writer; after ``stop()`` a drop at the very end (no
+    /// audio after it) is listed too. Thread: any; allocates (a copy).
+    public var gaps: [RecordingGap] { writer.gaps.withLock { $0 } }
+
+    /// How many gaps there were, including those past ``RecordingGap/maximumKept``. Thread: any.
+    public var gapCount: Int { writer.gapCount.load(ordering: .relaxed) }
+
+    /// Test hook: the writer thread sleeps `seconds` (0…600) before it writes its next block,
+    /// as a stalled disk would make it — the ring then fills and frames are dropped. The
+    /// environment variable `AUDIOGRAPH_TEST_WRITER_STALL_SECONDS` (read once per process)
+    /// does the same for every recorder's first block, for tests of the tools. Not for
+    /// production use. Thread: any.
+    package func stallWriterForTesting(seconds: Double) {
+        writer.stallMicroseconds.store(UInt64(max(0, min(600, seconds)) * 1_000_000), ordering: .releasing)
+    }
+
     /// NaN and ±Inf samples that reached the recorder and were written as 0 (a file never holds
     /// them). The graph already replaces them where they enter it and before the device output
     /// (``AudioGraph/nonFiniteSampleCount``), so this counts only what a kernel made on the way
@@ -407,6 +475,7 @@ public final class Recorder: @unchecked Sendable {
         finalDropped = tap.framesDropped
         self.tap = nil
         writer.close()
+        writer.noteTrailingDrop(totalDropped: finalDropped)
         if let failure = writeError { throw failure }
     }
 
@@ -414,6 +483,33 @@ public final class Recorder: @unchecked Sendable {
         if let tap { try? graph.removeTap(tap) }
         writer.close()
     }
+}
+
+/// Where a recording lost frames because the tap's ring was full (the writer thread fell
+/// behind by more than ``RecordingSettings/bufferDuration``, a stalled disk): the frames from
+/// ``sampleTime`` for ``frameCount`` frames are not in the file, which goes on at ``fileFrame``
+/// with the audio that followed.
+public struct RecordingGap: Sendable, Equatable, CustomStringConvertible {
+    /// Graph sample time (frames at the graph's rate since the graph started,
+    /// ``AudioGraph/sampleTime``) of the first frame missing.
+    public let sampleTime: Double
+    /// Frames missing, at the graph's rate (the element's frames, as ``Recorder/framesDropped``).
+    public let frameCount: UInt64
+    /// The file frame (at the file's rate, from 0) where the gap sits: the frames the file
+    /// held, or was owed, when the audio after the gap arrived.
+    public let fileFrame: UInt64
+
+    /// The most gaps a recorder lists (``Recorder/gaps``); more are only counted.
+    public static let maximumKept = 64
+
+    public init(sampleTime: Double, frameCount: UInt64, fileFrame: UInt64) {
+        self.sampleTime = sampleTime
+        self.frameCount = frameCount
+        self.fileFrame = fileFrame
+    }
+
+    /// "N frames at sample time T (file frame F)".
+    public var description: String { "\(frameCount) frames at sample time \(UInt64(max(0, sampleTime))) (file frame \(fileFrame))" }
 }
 
 /// The writer thread's side of a recording: the open file and its counters.
@@ -430,6 +526,25 @@ final class RecordingWriter: @unchecked Sendable {
     let lost = Atomic<UInt64>(0)
     /// NaN and ±Inf samples written as 0.
     let nonFinite = Atomic<UInt64>(0)
+    /// Samples beyond ±1.0 clipped to an integer format's range.
+    let clipped = Atomic<UInt64>(0)
+    /// The first ``RecordingGap/maximumKept`` gaps (capacity reserved up front), and how many
+    /// there were; the writer thread appends, anyone copies.
+    let gaps: ControlLock<[RecordingGap]>
+    let gapCount = Atomic<Int>(0)
+    /// Graph frames of every gap noted so far (writer thread, then `close`'s caller).
+    private var gapFrames: UInt64 = 0
+    /// Graph sample time just after the last block received; nil before the first.
+    private var nextSampleTime: Double?
+    /// Test hook: microseconds to sleep before the next block (then reset to 0).
+    let stallMicroseconds = Atomic<UInt64>(0)
+    /// `AUDIOGRAPH_TEST_WRITER_STALL_SECONDS`, read once per process: a test hook that stalls
+    /// every recorder's first block that long (0…600 s; anything else is ignored).
+    static let environmentStallMicroseconds: UInt64 = {
+        guard let text = getenv("AUDIOGRAPH_TEST_WRITER_STALL_SECONDS"), let seconds = Double(String(cString: text)),
+              seconds.isFinite, seconds > 0, seconds <= 600 else { return 0 }
+        return UInt64(seconds * 1_000_000)
+    }()
     let failure = ControlLock<RecorderError?>(nil)
     private var shorts: [Int16] = []
     private var ints: [Int32] = []
@@ -454,6 +569,36 @@ final class RecordingWriter: @unchecked Sendable {
         self.frameLimit = frameLimit
         spans = ControlLock(gated ? [] : nil)
         self.ratio = ratio
+        var kept: [RecordingGap] = []
+        kept.reserveCapacity(RecordingGap.maximumKept)
+        gaps = ControlLock(kept)
+        stallMicroseconds.store(RecordingWriter.environmentStallMicroseconds, ordering: .relaxed)
+    }
+
+    /// Notes a gap of `frames` graph frames starting at graph sample time `time`.
+    private func noteGap(at time: Double, frames: UInt64) {
+        let fileFrame = written.load(ordering: .relaxed) + lost.load(ordering: .relaxed)
+        gapFrames += frames
+        gapCount.add(1, ordering: .relaxed)
+        gaps.withLock { list in
+            if list.count < RecordingGap.maximumKept { list.append(RecordingGap(sampleTime: time, frameCount: frames, fileFrame: fileFrame)) }
+        }
+    }
+
+    /// After the tap is removed and the writer thread has ended: frames the tap dropped with no
+    /// audio after them (so no block announced them) become a last gap at the end. Control thread.
+    func noteTrailingDrop(totalDropped: UInt64) {
+        guard totalDropped > gapFrames else { return }
+        noteGap(at: nextSampleTime ?? 0, frames: totalDropped - gapFrames)
+    }
+
+    /// Sleeps the test hook's stall, if one is set. The writer thread.
+    private func stallIfAsked() {
+        let micros = stallMicroseconds.exchange(0, ordering: .acquiringAndReleasing)
+        guard micros > 0 else { return }
+        var request = timespec(tv_sec: Int(micros / 1_000_000), tv_nsec: Int(micros % 1_000_000) * 1_000)
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 
     /// The runs of `block`'s frames that fall in the spans, as (first frame, count); the whole
@@ -473,6 +618,11 @@ final class RecordingWriter: @unchecked Sendable {
     /// Writes one interleaved Float32 block, or the part of it that fits the frame limit (the
     /// rest is not recorded, by request: neither written nor lost). The tap's thread.
     func write(_ block: AudioTapBlock) {
+        stallIfAsked()
+        if block.framesDroppedBefore > 0 {
+            noteGap(at: block.sampleTime - Double(block.framesDroppedBefore), frames: block.framesDroppedBefore)
+        }
+        nextSampleTime = block.sampleTime + Double(block.frameCount) * ratio
         for (first, count) in runs(of: block) { write(block, from: first, count: count) }
         // A span with an end that this block reached: the recording is complete.
         guard let end = spans.withLock({ $0?.last?.end }), end.isFinite,
@@ -535,12 +685,20 @@ final class RecordingWriter: @unchecked Sendable {
             return sf_writef_float(file, x.baseAddress, sf_count_t(frames))
         case .int16:
             if shorts.count < samples { shorts = [Int16](repeating: 0, count: samples) }
-            for i in 0..<samples { shorts[i] = Int16(clamping: Int(lrintf(x[i] * 32768))) }
+            var over: UInt64 = 0
+            for i in 0..<samples {
+                if x[i] > 1 || x[i] < -1 { over += 1 }
+                shorts[i] = Int16(clamping: Int(lrintf(x[i] * 32768)))
+            }
+            if over > 0 { clipped.add(over, ordering: .relaxed) }
             return sf_writef_short(file, shorts, sf_count_t(frames))
         case .int24:
             // libsndfile keeps the top 24 bits of each Int32.
             if ints.count < samples { ints = [Int32](repeating: 0, count: samples) }
+            var over: UInt64 = 0
+            defer { if over > 0 { clipped.add(over, ordering: .relaxed) } }
             for i in 0..<samples {
+                if x[i] > 1 || x[i] < -1 { over += 1 }
                 let v = min(max(Int(lrintf(x[i] * 8_388_608)), -8_388_608), 8_388_607)
                 ints[i] = Int32(v) << 8
             }
