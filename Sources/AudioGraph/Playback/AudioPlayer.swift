@@ -135,8 +135,7 @@ public final class AudioPlayer: @unchecked Sendable {
         if nodes != nil { return true }
         do throws(AudioUnitError) {
             try addNodes()
-            try unit.prepareToPlay()
-            unit.loopsRemaining = loopSetting.load(ordering: .relaxed)
+            try unit.prepareToPlay()  // the loop count is the unit's already (numberOfLoops sets it)
             unit.onEnd = { [weak self] in
                 // The last loop has played: back to the start, ready to play again.
                 guard let self else { return }

@@ -490,6 +490,17 @@ final class DiskReader: @unchecked Sendable {
                 handledSeek = request
                 continue
             }
+            if core.endWritten.load(ordering: .acquiring), !core.atEnd.load(ordering: .relaxed) {
+                // Loops asked for once the end was already read (it has not played yet): go on
+                // from the start.
+                let loops = core.loopsRemaining.load(ordering: .relaxed)
+                if loops != 0 {
+                    if loops > 0 { _ = core.loopsRemaining.compareExchange(expected: loops, desired: loops - 1, ordering: .relaxed) }
+                    sf_seek(file, 0, SEEK_SET)
+                    core.endWritten.store(false, ordering: .releasing)
+                    continue
+                }
+            }
             if let stretch {
                 // SoundTouch's output first, as the ring and the lookahead allow; the end is
                 // said once the flushed tail is all in the ring.
