@@ -171,6 +171,47 @@ extension JACKIntegration {
             }
         }
 
+        /// The AVAudioPlayer analogue on the JACK driver: real speech at volume 0.5, played
+        /// twice (numberOfLoops = 1) with no gap at the wrap, bit for bit on the playback port,
+        /// then onFinish, and the player back at the start.
+        @Test func audioPlayerPlaysSpeechTwiceAtHalfVolumeThroughJACKExactly() throws {
+            let speech = Speech.load().samples
+            let twice = (speech + speech).map { $0 * 0.5 }
+            for attempt in 1...5 {
+                let graph = AudioGraph()
+                _ = try graph.addNode(IOUnit())
+                var options = JACKDriver.Options()
+                options.clientName = "ag-avplayer"
+                options.serverName = server
+                let driver = try JACKDriver(graph: graph, options: options)
+                defer { driver.close() }
+                try driver.start()
+                let player = try AudioPlayer(contentsOf: Speech.path, graph: graph)
+                player.volume = 0.5
+                player.numberOfLoops = 1
+                let finished = Atomic<Int>(0)
+                player.onFinish = { ok in finished.add(ok ? 1 : 100, ordering: .relaxed) }
+                #expect(player.prepareToPlay(), "\(String(describing: player.lastError))")
+                let probe = ProbeClient(server: server, name: "probe-avplayer", play: [], captureFrames: twice.count + 48_000)
+                probe.connect("\(driver.clientName):out_2", "\(probe.name):in")
+                let recording = probe.state
+                let starter = Thread {
+                    while !recording.armed.load(ordering: .acquiring) { usleep(1_000) }
+                    _ = player.play()
+                }
+                starter.start()
+                let captured = probe.run(passes: 1)
+                if probe.lastPassHadXruns && attempt < 5 { continue }
+                #expect(!probe.lastPassHadXruns, "every attempt had an xrun")
+                #expect(exactDelay(of: twice, in: captured, maxDelay: 48_000) != nil,
+                        "speech twice at half volume, bit for bit (attempt \(attempt); underruns \(player.underrunFrames) frames)")
+                let deadline = Date().addingTimeInterval(5)
+                while finished.load(ordering: .relaxed) == 0 && Date() < deadline { usleep(10_000) }
+                #expect(finished.load(ordering: .relaxed) == 1 && !player.isPlaying, "onFinish(true) once, stopped")
+                break
+            }
+        }
+
         /// A writer stalled 4 s (the test hook) behind a 1 s ring, live on JACK: the process
         /// thread goes on untouched — in optimized builds it neither allocates nor locks during
         /// the stall (debug builds do not claim that) — and causes no xrun the server did not
