@@ -58,7 +58,7 @@ time the server is back `gap: 2.41 s (115680 frames at 48000 Hz) missing after f
 the file`, and at the end `gaps: 1 interruption, 2.41 s in all, not in the file`. At the end,
 when not zero: `clipped: N sample(s) beyond ±1.0 written as full scale (int24)`, `dropped: N
 frame(s) the writer fell behind on (disk too slow), in G gap(s):` with one line per gap
-(`N frames at sample time T (file frame F)`), and `xruns: N reported by JACK during the recording`.
+(`N frames at sample time T (file frame F)`), and `xruns: N reported by JACK during the recording, at sample time(s) T1, T2, …`.
 
 exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or the --duration, with the file complete; 1 when JACK
 fails (no server, server gone without --reconnect, a port that does not exist) or a write fails
@@ -239,7 +239,7 @@ do throws(RecorderError) {
     try recorder.stop()
     try? loudness.stop()
     tool.say("recorded \(recorder.framesWritten) frames to \(path) (\(recorder.framesDropped) dropped)\(ownJACKServer.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
-    for line in recordingReport(recorder, xruns: driver.xrunCount) { tool.say(line) }
+    for line in recordingReport(recorder, xruns: driver.xrunCount, xrunTimes: driver.xrunSampleTimes) { tool.say(line) }
     func one(_ x: Double) -> String { tenths(Float(x)) }
     tool.say("integrated loudness \(loudness.integratedLoudness.map { one($0) + " LUFS" } ?? "none (nothing above the -70 LUFS gate)"), true peak \(loudness.truePeak.map { one($0) + " dBTP" } ?? "none (digital silence)")")
     if !gaps.isEmpty {

@@ -127,7 +127,7 @@ view.closeStatusArea()
 if let recorder = monitor.recorder {
     let incomplete = recorder.writeError != nil ? "; incomplete: writing failed (see above), so the exit status is 1" : ""
     view.say("graphthru: recorded \(recorder.framesWritten) frames to \(recorder.path) (\(recorder.framesDropped) dropped)\(incomplete)")
-    for line in recordingReport(recorder, xruns: driver.xrunCount, prefix: "graphthru: ") { view.say(line) }
+    for line in recordingReport(recorder, xruns: driver.xrunCount, xrunTimes: driver.xrunSampleTimes, prefix: "graphthru: ") { view.say(line) }
 }
 let xruns = driver.xrunCount, load = driver.cpuLoad
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) {

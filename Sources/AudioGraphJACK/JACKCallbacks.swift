@@ -24,6 +24,9 @@ final class JACKRenderState: @unchecked Sendable {
     let inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     let xruns = Atomic<UInt64>(0)
+    /// The graph's sample time at each of the first ``xrunTimeCapacity`` xruns.
+    let xrunTimes: UnsafeMutablePointer<Atomic<UInt64>>
+    static let xrunTimeCapacity = 64
     let cycles = Atomic<UInt64>(0)
     let bufferSize = Atomic<UInt32>(0)
     let sampleRate = Atomic<UInt32>(0)
@@ -54,6 +57,8 @@ final class JACKRenderState: @unchecked Sendable {
         self.outputCount = outputCount
         latencyInputCount = min(inputCount, latencyPorts ?? inputCount)
         latencyOutputCount = min(outputCount, latencyPorts ?? outputCount)
+        xrunTimes = .allocate(capacity: JACKRenderState.xrunTimeCapacity)
+        for k in 0..<JACKRenderState.xrunTimeCapacity { (xrunTimes + k).initialize(to: Atomic(0)) }
         inputPorts = .allocate(capacity: max(1, inputCount))
         inputPorts.initialize(repeating: nil, count: max(1, inputCount))
         outputPorts = .allocate(capacity: max(1, outputCount))
@@ -82,6 +87,8 @@ final class JACKRenderState: @unchecked Sendable {
     private let placeholder: UnsafeMutablePointer<Float>
 
     deinit {
+        xrunTimes.deinitialize(count: JACKRenderState.xrunTimeCapacity)
+        xrunTimes.deallocate()
         inputPorts.deallocate(); outputPorts.deallocate()
         inputBuffers.deallocate(); outputBuffers.deallocate()
         shutdownReason.deallocate(); placeholder.deallocate()
@@ -169,10 +176,13 @@ func audiographJACKProcess(_ frames: jack_nframes_t, _ arg: UnsafeMutableRawPoin
     return 0
 }
 
-/// xrun callback: counts. Thread: a JACK thread.
+/// xrun callback: counts, and notes the graph's sample time of the first
+/// ``JACKRenderState/xrunTimeCapacity``. Thread: a JACK thread.
 func audiographJACKXrun(_ arg: UnsafeMutableRawPointer?) -> Int32 {
     guard let arg else { return 0 }
-    renderState(arg).xruns.add(1, ordering: .relaxed)
+    let s = renderState(arg)
+    let k = s.xruns.add(1, ordering: .acquiringAndReleasing).oldValue
+    if k < UInt64(JACKRenderState.xrunTimeCapacity) { s.xrunTimes[Int(k)].store(s.graph.sampleTime, ordering: .releasing) }
     return 0
 }
 

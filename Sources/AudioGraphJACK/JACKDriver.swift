@@ -353,6 +353,12 @@ public final class JACKDriver: @unchecked Sendable {
     }
     /// xruns the server reported since the client opened. Thread: any.
     public var xrunCount: UInt64 { state.xruns.load(ordering: .relaxed) }
+    /// The graph's sample time (``AudioGraph/sampleTime``, frames) when each of the first 64
+    /// xruns was reported, in order: where the audio around it may have a gap or a repeat.
+    /// Thread: any.
+    public var xrunSampleTimes: [UInt64] {
+        (0..<Int(min(xrunCount, UInt64(JACKRenderState.xrunTimeCapacity)))).map { state.xrunTimes[$0].load(ordering: .acquiring) }
+    }
     /// Process cycles run since the client opened. Thread: any.
     public var processCycleCount: UInt64 { state.cycles.load(ordering: .relaxed) }
     /// The server's DSP load in percent (`jack_cpu_load`), 0 when closed. Thread: control thread.

@@ -67,10 +67,11 @@ extension Tool {
 
 /// The lines a tool prints at exit about what a recording lost or changed, none when nothing
 /// was: samples clipped by an integer format, each gap the ring's overflow left (a stalled
-/// disk) with its graph sample time and file frame, and the JACK xruns of the run (their count:
-/// the driver keeps no positions). `prefix` starts each line ("graphthru: " or "").
+/// disk) with its graph sample time and file frame, and the JACK xruns of the run with the
+/// graph sample times of the first 16 (`xrunTimes`: `JACKDriver.xrunSampleTimes`). `prefix`
+/// starts each line ("graphthru: " or "").
 /// Thread: control thread, after ``Recorder/stop()``.
-public func recordingReport(_ recorder: Recorder, xruns: UInt64, prefix: String = "") -> [String] {
+public func recordingReport(_ recorder: Recorder, xruns: UInt64, xrunTimes: [UInt64] = [], prefix: String = "") -> [String] {
     var lines: [String] = []
     if recorder.clippedSampleCount > 0 {
         lines.append("\(prefix)clipped: \(recorder.clippedSampleCount) sample(s) beyond ±1.0 written as full scale (\(recorder.settings.sampleFormat.rawValue))")
@@ -81,6 +82,10 @@ public func recordingReport(_ recorder: Recorder, xruns: UInt64, prefix: String 
         lines.append("\(prefix)dropped: \(recorder.framesDropped) frame(s) the writer fell behind on (disk too slow), in \(recorder.gapCount) gap(s)\(more):")
         for gap in gaps { lines.append("\(prefix)  \(gap)") }
     }
-    if xruns > 0 { lines.append("\(prefix)xruns: \(xruns) reported by JACK during the recording (positions not known)") }
+    if xruns > 0 {
+        let shown = xrunTimes.prefix(16).map { "\($0)" }.joined(separator: ", ")
+        let more = xruns > UInt64(min(xrunTimes.count, 16)) ? ", …" : ""
+        lines.append("\(prefix)xruns: \(xruns) reported by JACK during the recording, at sample time(s) \(shown)\(more)")
+    }
     return lines
 }

@@ -4,6 +4,7 @@ import AudioGraphTestSupport
 import AudioGraphJACK
 import CJack
 import Foundation
+import Synchronization
 import Testing
 
 extension JACKIntegration {
@@ -93,6 +94,47 @@ extension JACKIntegration {
                 #expect(exactDelay(of: speech, in: captured, maxDelay: 16_384) != nil, "bit-exact at period \(period); xruns seen by the probe: \(probe.state.xruns.load(ordering: .relaxed)), by the driver: \(driver.xrunCount)")
             }
             #expect(judged >= 4, "only \(judged) of 5 periods ran a pass without xruns")
+        }
+
+        /// An xrun is located: a render callback that stalls the process thread 60 ms (over ten
+        /// periods) once makes the server report an xrun, and the driver notes the graph's
+        /// sample time of it, at the stall or a few periods after (when the server noticed).
+        @Test func anXrunIsReportedWithTheGraphsSampleTime() throws {
+            let graph = AudioGraph()
+            let ioNode = try graph.addNode(IOUnit())
+            let mixer = MultichannelMixerUnit(inputs: 1)
+            let mixerNode = try graph.addNode(mixer)
+            let stallAt = Atomic<UInt64>(.max), stalledAt = Atomic<UInt64>(0)
+            try graph.setNodeInputCallback(mixerNode, inputElement: 0) { time, _, buffers in
+                let now = UInt64(time.sampleTime)
+                if now >= stallAt.load(ordering: .relaxed) {
+                    stallAt.store(.max, ordering: .relaxed)
+                    stalledAt.store(now, ordering: .relaxed)
+                    usleep(60_000)  // the test's point: a process thread that misses its deadline
+                }
+                for c in 0..<buffers.channelCount { buffers[c].update(repeating: 0) }
+                return 0
+            }
+            try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
+            var options = JACKDriver.Options()
+            options.clientName = "ag-xrun-times"
+            options.serverName = server
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try driver.start()
+            #expect(driver.xrunSampleTimes.count == Int(min(driver.xrunCount, 64)))
+            let before = driver.xrunCount
+            stallAt.store(UInt64(graph.sampleTime) + 4800, ordering: .relaxed)
+            let deadline = Date().addingTimeInterval(5)
+            while (stalledAt.load(ordering: .relaxed) == 0 || driver.xrunCount == before) && Date() < deadline { usleep(5_000) }
+            let stalled = stalledAt.load(ordering: .relaxed)
+            try #require(stalled > 0 && driver.xrunCount > before, "the stall ran (\(stalled)) and the server reported an xrun (\(driver.xrunCount))")
+            let times = driver.xrunSampleTimes
+            #expect(times.count == Int(min(driver.xrunCount, 64)))
+            let period = UInt64(driver.bufferSize)
+            #expect(times.contains { $0 >= stalled && $0 <= stalled + 20 * period },
+                    "an xrun at the stall's sample time \(stalled) (within 20 periods): \(times)")
+            print("xrun located: stall at sample time \(stalled), xruns reported at \(times)")
         }
 
         @Test func noServerIsAClearTypedError() {

@@ -47,6 +47,13 @@ public struct GraphRenderContext: @unchecked Sendable {
         Int(shared._withUnsafeGuaranteedRef { $0.latencyFrames.load(ordering: .relaxed) })
     }
 
+    /// The graph's sample time (``AudioGraph/sampleTime``): frames at the device rate since the
+    /// graph started — during a cycle the first frame of the slice being rendered, between
+    /// cycles the next one. Thread: any (an atomic read).
+    public var sampleTime: UInt64 {
+        shared._withUnsafeGuaranteedRef { $0.sampleTime.load(ordering: .relaxed) }
+    }
+
     /// Renders one device cycle: reads `input` as IO element 1 (in place; nothing in the graph
     /// writes to it), pulls every unit once in pull order, and copies IO element 0 into
     /// `output`. Cycles longer than the graph's MaximumFramesPerSlice are rendered as several
