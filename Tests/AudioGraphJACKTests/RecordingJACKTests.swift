@@ -9,6 +9,17 @@ import Synchronization
 import Testing
 
 
+/// A render callback writing a 0.25-amplitude tone that arms the allocation counter on the
+/// thread calling it (the JACK process thread).
+let armedTone: RenderCallback = { time, _, buffers in
+    alloccounter_arm_this_thread()
+    for c in 0..<buffers.channelCount {
+        let out = buffers[c]
+        for f in 0..<buffers.frameCount { out[f] = 0.25 * Float(sin(Double(Int(time.sampleTime) + f) * 0.05)) }
+    }
+    return 0
+}
+
 extension JACKIntegration {
     /// Taps, meters and recordings of live JACK audio, with real speech.
     @Suite("Taps, meters and recording through a real jackd")
@@ -224,14 +235,7 @@ extension JACKIntegration {
             let graph = AudioGraph()
             let io = IOUnit(), mixer = MultichannelMixerUnit(inputs: 1)
             let ioNode = try graph.addNode(io), mixerNode = try graph.addNode(mixer)
-            try graph.setNodeInputCallback(mixerNode, inputElement: 0) { time, _, buffers in
-                alloccounter_arm_this_thread()  // the JACK process thread
-                for c in 0..<buffers.channelCount {
-                    let out = buffers[c]
-                    for f in 0..<buffers.frameCount { out[f] = 0.25 * Float(sin(Double(Int(time.sampleTime) + f) * 0.05)) }
-                }
-                return 0
-            }
+            try graph.setNodeInputCallback(mixerNode, inputElement: 0, armedTone)
             try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
             var options = JACKDriver.Options()
             options.clientName = "ag-stall"
@@ -298,14 +302,7 @@ extension JACKIntegration {
             try io.setInputEnabled(true)
             try graph.connectNodeInput(ioNode, sourceOutputElement: 1, gateNode, destinationInputElement: 0)
             try graph.connectNodeInput(gateNode, sourceOutputElement: 0, mixerNode, destinationInputElement: 0)
-            try graph.setNodeInputCallback(mixerNode, inputElement: 1) { time, _, buffers in
-                alloccounter_arm_this_thread()  // the JACK process thread
-                for c in 0..<buffers.channelCount {
-                    let out = buffers[c]
-                    for f in 0..<buffers.frameCount { out[f] = 0.25 * Float(sin(Double(Int(time.sampleTime) + f) * 0.05)) }
-                }
-                return 0
-            }
+            try graph.setNodeInputCallback(mixerNode, inputElement: 1, armedTone)
             try graph.connectNodeInput(mixerNode, sourceOutputElement: 0, ioNode, destinationInputElement: 0)
             var options = JACKDriver.Options()
             options.clientName = "ag-tap-rt5"

@@ -21,25 +21,7 @@ struct PlayerRig {
         try graph.start()
     }
 
-    /// Renders `frames` in slices of 256, each once the player's disk thread has it (or the
-    /// whole file is in the ring), so comparisons are about the data, not the disk's speed.
-    func render(_ frames: Int, _ player: AudioPlayer) throws -> [[Float]] {
-        var out: [[Float]] = Array(repeating: [], count: renderer.outputChannels)
-        let core = player.unit.core
-        while out[0].count < frames {
-            let n = min(256, frames - out[0].count)
-            var waited = 0
-            while core.diskParked.load(ordering: .acquiring) != core.seekRequest.load(ordering: .acquiring) && waited < 5_000 {
-                usleep(1000); waited += 1
-            }
-            while player.unit.isPlaying && core.bufferedFrames < n && !core.endWritten.load(ordering: .acquiring) && waited < 5_000 {
-                usleep(1000); waited += 1
-            }
-            let slice = try renderer.render(input: [], frameCount: n)
-            for c in out.indices { out[c] += slice[c] }
-        }
-        return out
-    }
+    func render(_ frames: Int, _ player: AudioPlayer) throws -> [[Float]] { try renderBuffered(renderer, player.unit, frames: frames) }
 }
 
 /// Whether two runs of samples are equal (a Bool, so a failure does not print them).

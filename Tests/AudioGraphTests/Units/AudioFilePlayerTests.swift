@@ -37,25 +37,29 @@ struct PlayerGraph {
         try graph.start()
     }
 
-    /// Renders `frames` in slices of 256, each once the disk thread has buffered it (or the
-    /// whole file is in the ring), so the comparison is about the data, not the disk's speed.
-    func render(_ frames: Int) throws -> [[Float]] {
-        var out: [[Float]] = [[], []]
-        while out[0].count < frames {
-            let n = min(256, frames - out[0].count)
-            var waited = 0
-            // A seek is pending until the disk thread parks; only then can a slice flush the ring.
-            while player.core.diskParked.load(ordering: .acquiring) != player.core.seekRequest.load(ordering: .acquiring) && waited < 5_000 {
-                usleep(1000); waited += 1
-            }
-            while player.bufferedFrames < n && !player.core.endWritten.load(ordering: .acquiring) && waited < 5_000 {
-                usleep(1000); waited += 1
-            }
-            let slice = try renderer.render(input: [], frameCount: n)
-            out[0] += slice[0]; out[1] += slice[1]
+    func render(_ frames: Int) throws -> [[Float]] { try renderBuffered(renderer, player, frames: frames) }
+}
+
+/// Renders `frames` in slices of 256, each once `player`'s disk thread has buffered it (or the
+/// whole file is in the ring; a stopped player is not waited for), so comparisons are about
+/// the data, not the disk's speed.
+func renderBuffered(_ renderer: OfflineRenderer, _ player: AudioFilePlayerUnit, frames: Int) throws -> [[Float]] {
+    var out: [[Float]] = Array(repeating: [], count: renderer.outputChannels)
+    let core = player.core
+    while out[0].count < frames {
+        let n = min(256, frames - out[0].count)
+        var waited = 0
+        // A seek is pending until the disk thread parks; only then can a slice flush the ring.
+        while core.diskParked.load(ordering: .acquiring) != core.seekRequest.load(ordering: .acquiring) && waited < 5_000 {
+            usleep(1000); waited += 1
         }
-        return out
+        while player.isPlaying && player.bufferedFrames < n && !core.endWritten.load(ordering: .acquiring) && waited < 5_000 {
+            usleep(1000); waited += 1
+        }
+        let slice = try renderer.render(input: [], frameCount: n)
+        for c in out.indices { out[c] += slice[c] }
     }
+    return out
 }
 
 @Suite("File player through the offline renderer")
