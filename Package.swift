@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "custom-unit", targets: ["custom-unit"]),
         .executable(name: "play-through", targets: ["play-through"]),
         .executable(name: "speech-recorder", targets: ["speech-recorder"]),
+        .executable(name: "voice-memo", targets: ["voice-memo"]),
         .executable(name: "graphrecord", targets: ["graphrecord"]),
         .executable(name: "graphbench", targets: ["graphbench"]),
         .library(name: "AudioGraphPlugins", targets: ["AudioGraphPlugins"]),
@@ -141,6 +142,11 @@ let package = Package(
             name: "speech-recorder",
             dependencies: ["AudioGraph", "AudioGraphJACK"],
             path: "Examples/SpeechRecorder"
+        ),
+        .executableTarget(
+            name: "voice-memo",
+            dependencies: ["AudioGraph", "AudioGraphJACK"],
+            path: "Examples/VoiceMemo"
         ),
         // The benchmark's plain-C reference: the standard graph's arithmetic as tight loops (and the
         // convolver's on KissFFT).

@@ -85,6 +85,54 @@ extension JACKIntegration {
             #expect(file.info.frames == 24_000 && file.info.samplerate == 16_000, "\(file.info.frames) frames")
         }
 
+        /// voice-memo, the AVAudioRecorder / AVAudioPlayer port: real speech into its input is
+        /// recorded as 12 kHz mono Opus for exactly the duration with a moving level bar, its
+        /// loudness read in LUFS; then played back from a seek, twice, the player's level bar
+        /// showing the speech, and back at the start when it finishes.
+        @Test func voiceMemoRecordsOpusWithALevelBarAndPlaysItBackLooped() throws {
+            let name = "vm-\(getpid())"
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).opus").path
+            defer { unlink(path) }
+            let speech = Speech.load().samples
+            let probe = ProbeClient(server: server, name: "probe-\(name)", play: speech, captureFrames: speech.count + 8192)
+            let tool = try ToolProcess("voice-memo", ["--name", name, "--input", probe.outPort, "--seconds", "2",
+                                                      "--seek", "0.5", "--loops", "1", path], server: server)
+            #expect(tool.waitFor("recording \(name):in_1"), "startup: \(tool.stdout) \(tool.stderr)")
+            _ = probe.run(passes: 1)
+            #expect(tool.waitFor("played; back at 0.00 s", timeout: 20), "\(tool.stdout) \(tool.stderr)")
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            let lines = tool.stdout.split(separator: "\n")
+            func levels(_ prefix: String) -> [Double] {
+                lines.filter { $0.hasPrefix(prefix) }.compactMap { line in
+                    line.range(of: "] ").flatMap { Double(line[$0.upperBound...].prefix { $0 != " " }) }
+                }
+            }
+            let recording = levels("level ["), playing = levels("playing [")
+            #expect(recording.contains { $0 > -30 }, "the recorder's bar saw the speech: \(recording)")
+            #expect(playing.contains { $0 > -30 }, "the player's bar saw it played back: \(playing)")
+            #expect(playing.count >= 8, "2 × 1.5 s of playback, a bar every 0.25 s: \(playing.count)")
+            let loudness = try #require(lines.first { $0.hasPrefix("recorded 2.00 s; integrated loudness ") }, "\(tool.stdout)")
+            let lufs = try #require(Double(loudness.split(separator: " ")[5]), "\(loudness)")
+            #expect(lufs > -35 && lufs < -10, "speech's loudness: \(loudness)")
+            let file = try #require(readAudioFile(path))
+            #expect(file.info.samplerate == 12_000 && file.info.channels == 1)
+            #expect(abs(Int(file.info.frames) - 24_000) <= 240, "2 s at 12 kHz within one Opus frame: \(file.info.frames)")
+            #expect(tool.stdout.contains("from 0.5 s, 2 time(s)"), "\(tool.stdout)")
+        }
+
+        @Test func voiceMemoRefusesBadOptionsAndFilesBeforeJoiningJACK() throws {
+            for (arguments, message) in [(["/nonexistent-dir/memo.opus"], "cannot create /nonexistent-dir/memo.opus"),
+                                         (["memo.wav"], "name a .opus file"),
+                                         (["--seconds", "0", "memo.opus"], "--seconds takes a number"),
+                                         (["--seconds", "2", "--seek", "3", "memo.opus"], "past the recording")] {
+                let tool = try ToolProcess("voice-memo", ["--name", "vm-bad-\(getpid())"] + arguments, server: server)
+                #expect(tool.waitForExit() == 2, "\(arguments): \(tool.stderr)")
+                #expect(tool.stderr.contains(message), "\(arguments): \(tool.stderr)")
+            }
+            let clients = try run("/usr/bin/jack_lsp", [], server: server)
+            #expect(!clients.contains("vm-bad-"), "no client joined: \(clients)")
+        }
+
         @Test func speechRecorderRefusesABadFileBeforeJoiningJACK() throws {
             let tool = try ToolProcess("speech-recorder", ["--name", "sr-bad-\(getpid())", "/nonexistent-dir/take.wav"], server: server)
             #expect(tool.waitForExit() == 2)
