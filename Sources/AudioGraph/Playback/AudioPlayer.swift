@@ -38,7 +38,8 @@ import Synchronization
 /// Thread: control thread for every call (they edit the graph and its parameters); ``onFinish``
 /// runs on the player's disk thread and must not block.
 /// SAFETY (`@unchecked Sendable`): state is control-thread only; the disk thread's end handler
-/// touches only the unit's atomics and `loopSetting`, an atomic.
+/// touches only the unit's atomics and ``EndState`` (an atomic and a lock), never the player:
+/// a player released while the handler runs is not deinitialized on the disk thread.
 public final class AudioPlayer: @unchecked Sendable {
     /// The file played.
     public let path: String
@@ -56,8 +57,8 @@ public final class AudioPlayer: @unchecked Sendable {
     /// Called when playback reaches the end of the file after its last loop (true), on the disk
     /// thread. Not called after ``stop()`` or ``pause()``.
     public var onFinish: (@Sendable (_ successfully: Bool) -> Void)? {
-        get { finish.withLock { $0 } }
-        set { finish.withLock { $0 = newValue } }
+        get { end.finish.withLock { $0 } }
+        set { end.finish.withLock { $0 = newValue } }
     }
     /// The error of the last call or setter that refused, or nil.
     public private(set) var lastError: AudioUnitError?
@@ -70,9 +71,12 @@ public final class AudioPlayer: @unchecked Sendable {
     let unit = AudioFilePlayerUnit()
     private let mixer = MultichannelMixerUnit(inputs: 1)
     private var metering: PowerMetering?
-    private let finish = ControlLock<(@Sendable (Bool) -> Void)?>(nil)
-    /// ``numberOfLoops``, for the disk thread's end handler.
-    private let loopSetting = Atomic<Int>(0)
+    /// What the disk thread's end handler needs: ``numberOfLoops`` and ``onFinish``.
+    final class EndState: Sendable {
+        let loops = Atomic<Int>(0)
+        let finish = ControlLock<(@Sendable (Bool) -> Void)?>(nil)
+    }
+    private let end = EndState()
     private var volumeValue: Float = 1, panValue: Float = 0
     /// The destination's input format: the player's output (rate and channels) and the clock's rate.
     private let format: StreamFormat
@@ -136,13 +140,15 @@ public final class AudioPlayer: @unchecked Sendable {
         do throws(AudioUnitError) {
             try addNodes()
             try unit.prepareToPlay()  // the loop count is the unit's already (numberOfLoops sets it)
-            unit.onEnd = { [weak self] in
+            // SAFETY (unowned(unsafe)): the handler runs on the unit's disk thread, which the
+            // unit's deinit joins before its memory goes, so the unit outlives every call — even
+            // one under way while the unit is being deinitialized (where `unowned` would trap).
+            unit.onEnd = { [unowned(unsafe) unit, end] in
                 // The last loop has played: back to the start, ready to play again.
-                guard let self else { return }
                 unit.stop()
                 try? unit.seek(toFrame: 0)
-                unit.loopsRemaining = loopSetting.load(ordering: .relaxed)
-                finish.withLock { $0 }?(true)
+                unit.loopsRemaining = end.loops.load(ordering: .relaxed)
+                end.finish.withLock { $0 }?(true)
             }
             return true
         } catch {
@@ -229,9 +235,9 @@ public final class AudioPlayer: @unchecked Sendable {
     /// n (n + 1 times in all, without a gap at the wrap), any negative value (for ever, until
     /// ``stop()``). Set while playing, it counts from the wrap to come.
     public var numberOfLoops: Int {
-        get { loopSetting.load(ordering: .relaxed) }
+        get { end.loops.load(ordering: .relaxed) }
         set {
-            loopSetting.store(max(-1, newValue), ordering: .relaxed)
+            end.loops.store(max(-1, newValue), ordering: .relaxed)
             unit.loopsRemaining = max(-1, newValue)
         }
     }

@@ -385,25 +385,7 @@ final class PlayerCore: @unchecked Sendable {
         let available = RealTime.ringReadSpace(ring) / frameBytes
         let n = min(available, frames)
         if n > 0 {
-            var vector = (jack_ringbuffer_data_t(), jack_ringbuffer_data_t())
-            withUnsafeMutablePointer(to: &vector) { v in
-                v.withMemoryRebound(to: jack_ringbuffer_data_t.self, capacity: 2) { vec in
-                    RealTime.ringReadVector(ring, vec)
-                    // Deinterleave frame by frame across the ring's two segments.
-                    for f in 0..<n {
-                        let byte = f &* frameBytes
-                        let first = vec[0].len
-                        let segment = byte < first ? vec[0] : vec[1]
-                        let start = byte < first ? byte : byte &- first
-                        guard let base = segment.buf else { break }
-                        let frame = UnsafeRawPointer(base) + start
-                        for c in 0..<outChannels {
-                            let k = c < ringChannels ? c : ringChannels &- 1
-                            output[c][offset &+ f] = frame.loadUnaligned(fromByteOffset: k &* 4, as: Float.self)
-                        }
-                    }
-                }
-            }
+            FilePlayerKernel.deinterleave(ring, into: output, channels: outChannels, ringChannels: ringChannels, offset: offset, frames: n)
             RealTime.ringReadAdvance(ring, n &* frameBytes)
             played.store(played.load(ordering: .relaxed) &+ UInt64(n), ordering: .relaxed)
             playedSinceSeek.store(playedSinceSeek.load(ordering: .relaxed) &+ UInt64(n), ordering: .releasing)
@@ -417,6 +399,37 @@ final class PlayerCore: @unchecked Sendable {
             } else {
                 underruns.store(underruns.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
                 underrunFrames.store(underrunFrames.load(ordering: .relaxed) &+ UInt64(frames &- n), ordering: .relaxed)
+            }
+        }
+    }
+}
+
+extension FilePlayerKernel {
+    /// Copies `frames` interleaved frames from the ring's read side into `output[c][offset…]`
+    /// (a ring with fewer channels repeats its last one), across the ring's two segments;
+    /// does not advance the ring. Render thread. Its own function, so the scheduled-start
+    /// arithmetic in `render` does not take the registers this loop needs (measured: +3
+    /// instructions per frame of stack reloads when inlined; Docs/Performance.md).
+    @_noLocks @inline(never)
+    static func deinterleave(_ ring: UnsafeMutablePointer<jack_ringbuffer_t>, into output: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
+                             channels outChannels: Int, ringChannels: Int, offset: Int, frames: Int) {
+        let frameBytes = ringChannels &* MemoryLayout<Float>.stride
+        var vector = (jack_ringbuffer_data_t(), jack_ringbuffer_data_t())
+        withUnsafeMutablePointer(to: &vector) { v in
+            v.withMemoryRebound(to: jack_ringbuffer_data_t.self, capacity: 2) { vec in
+                RealTime.ringReadVector(ring, vec)
+                for f in 0..<frames {
+                    let byte = f &* frameBytes
+                    let first = vec[0].len
+                    let segment = byte < first ? vec[0] : vec[1]
+                    let start = byte < first ? byte : byte &- first
+                    guard let base = segment.buf else { break }
+                    let frame = UnsafeRawPointer(base) + start
+                    for c in 0..<outChannels {
+                        let k = c < ringChannels ? c : ringChannels &- 1
+                        output[c][offset &+ f] = frame.loadUnaligned(fromByteOffset: k &* 4, as: Float.self)
+                    }
+                }
             }
         }
     }
