@@ -58,8 +58,12 @@ extension JACKIntegration {
                 #expect(reading.map { abs($0 - expected) <= 0.5 } == true, "\(label) \(String(describing: reading)) LUFS, expected \(expected) ± 0.5: \(line)")
             }
             // True peak is the largest channel's, whatever the channel count: the sine's peak.
+            // Never below it; above it only when an xrun cut the sine (a step overshoots in the
+            // 4× oversampling, and true peak holds the largest since the meter started).
             let peak = Self.value("true peak", "dBTP", in: line)
-            #expect(peak.map { abs($0 - Self.sineDBFS) <= 0.5 } == true, "true peak \(String(describing: peak)): \(line)")
+            let xruns = Self.value("xruns", "non-finite", in: line.replacingOccurrences(of: ",", with: ""))
+            #expect(peak.map { $0 >= Self.sineDBFS - 0.5 && (xruns != 0 || $0 <= Self.sineDBFS + 0.5) } == true,
+                    "true peak \(String(describing: peak)) (xruns \(String(describing: xruns))): \(line)")
 
             // Back to dBFS: the loudness leaves the status line; a wrong word changes nothing.
             tool.send("meter dbfs")
@@ -105,7 +109,9 @@ extension JACKIntegration {
                 #expect(reading.map { abs($0 - expected) <= 0.5 } == true, "\(key) \(String(describing: reading)), expected \(expected) ± 0.5: \(loudness)")
             }
             let peak = (loudness["truePeakDBTP"] as? NSNumber)?.doubleValue
-            #expect(peak.map { abs($0 - Self.sineDBFS) <= 0.5 } == true, "true peak: \(loudness)")
+            let xruns = (status["xruns"] as? NSNumber)?.intValue
+            #expect(peak.map { $0 >= Self.sineDBFS - 0.5 && (xruns != 0 || $0 <= Self.sineDBFS + 0.5) } == true,
+                    "true peak (above the sine's only after an xrun, \(String(describing: xruns))): \(loudness)")
             #expect((loudness["rangeLU"] as? NSNumber).map { $0.doubleValue >= 0 && $0.doubleValue < 1 } == true,
                     "a steady sine has (almost) no loudness range: \(loudness)")
             // The level meters go on in the JSON either way: the sine's RMS, A/√2, is −26.0 dBFS.
