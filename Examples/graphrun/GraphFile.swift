@@ -160,6 +160,10 @@ struct GraphFileError: Error, CustomStringConvertible {
     var column: Int? = nil
     var field: String
     var message: String
+    /// The exit status it ends graphrun with when not the usual one (2 for a mistake in the
+    /// file, which has a line; 1 without): 1 for a JACK failure said at the file's line, such
+    /// as a far part's server that is not running.
+    var status: Int32? = nil
     var description: String {
         "\(file):\(line > 0 ? "\(line):" : "")\(column.map { "\($0):" } ?? "") \(field.isEmpty ? "" : field + ": ")\(message)"
     }

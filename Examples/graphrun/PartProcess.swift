@@ -56,14 +56,16 @@ private func writeProtocolLine(_ fd: Int32, _ value: JSONValue) {
 extension GraphFileError {
     var protocolValue: JSONValue {
         .object([("error", .object([("file", .string(file)), ("line", .integer(Int64(line))), ("column", .integer(Int64(column ?? 0))),
-                                    ("field", .string(field)), ("message", .string(message))]))])
+                                    ("field", .string(field)), ("message", .string(message)),
+                                    ("status", status.map { .integer(Int64($0)) } ?? .null)]))])
     }
 
     init?(protocolObject object: [String: Any]) {
         guard let e = object["error"] as? [String: Any] else { return nil }
         let column = e["column"] as? Int ?? 0
         self.init(file: e["file"] as? String ?? "", line: e["line"] as? Int ?? 0, column: column == 0 ? nil : column,
-                  field: e["field"] as? String ?? "", message: e["message"] as? String ?? "")
+                  field: e["field"] as? String ?? "", message: e["message"] as? String ?? "",
+                  status: (e["status"] as? Int).map { Int32($0) })
     }
 }
 
@@ -181,7 +183,8 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
     }
     let plan: PartPlan
     let spec: GraphSpec
-    do { (plan, _, spec) = try part(text, rate: nil) } catch { refuse(error, status: ExitStatus.usage) }
+    let firstReader: GraphFileReader
+    do { (plan, firstReader, spec) = try part(text, rate: nil) } catch { refuse(error, status: ExitStatus.usage) }
     let live: LiveGraph
     do { live = try LiveGraph(fixed: plan.makeFixedUnits()) } catch { fail("could not make the part: \(error)", status: ExitStatus.failure) }
     var options = JACKDriver.Options()
@@ -191,7 +194,20 @@ func runPart(server: String, file: String, clientName: String?, tool: Tool) -> N
     options.outputChannels = plan.outputPorts
     options.setFormatsFollowServerRate = true
     let driver: JACKDriver
-    do { driver = try JACKDriver(graph: live.graph, options: options) } catch { fail("\(error)", status: ExitStatus.failure) }
+    do { driver = try JACKDriver(graph: live.graph, options: options) } catch {
+        // A far part's server is a netjack2 slave of io's server, not one with a sound card or
+        // a dummy driver: say so at the entry's "jack" field, with how to start a slave.
+        if case .serverNotRunning(let name) = error {
+            let jack = name ?? "default"
+            var problem = firstReader.error([.key("servers"), .key(server), .key("jack")],
+                                     "no JACK server named '\(jack)' is running; a far part runs on a netjack2 slave of io's server (the master): "
+                                     + "on io's server `jack_load netmanager`, then start the slave with `jackd -n \(jack) -d net -a MASTER-ADDRESS` "
+                                     + "(the master's IPv4 address, 127.0.0.1 on this machine; `-p PORT` when netmanager is not on 19000); see Docs/NetJACK.md")
+            problem.status = ExitStatus.failure
+            refuse(problem, status: ExitStatus.failure)
+        }
+        fail("\(error)", status: ExitStatus.failure)
+    }
     live.sampleRate = Double(driver.sampleRate)
     var previous: GraphSpec?
     do {

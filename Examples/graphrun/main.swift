@@ -184,7 +184,7 @@ do {
 // Each far part in a graphrun of its own, on its server.
 do { try split.startFarParts(file: filePath, text: file.text, mainName: driver.clientName, servers: firstSpec.servers) } catch {
     driver.close()
-    tool.fail("\(error)", status: error.line > 0 ? ExitStatus.usage : ExitStatus.failure)
+    tool.fail("\(error)", status: error.status ?? (error.line > 0 ? ExitStatus.usage : ExitStatus.failure))
 }
 do {
     // io's own channels only: the ports after them carry the edges to other servers.

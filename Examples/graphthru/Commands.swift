@@ -19,12 +19,12 @@ final class Commands {
     private(set) var keyMode = false
     private var savedTerminal = termios()
     private var keyHelp: String {
-        "keys: m mute/unmute · l low-pass on/off (\(Int(monitor.cutoff.rounded())) Hz) · + / - output volume ±3 dB · ? help · q quit"
+        "keys: m mute/unmute · l low-pass on/off (\(Int(monitor.cutoff.rounded())) Hz) · + / - output volume ±3 dB · u dBFS/LUFS meters (now \(view.meterText)) · ? help · q quit"
     }
     /// Where the terminal is in an escape sequence (arrow and function keys send `ESC [ A`,
     /// `ESC O P`): 1 after ESC, 2 inside the sequence; its bytes are not keys.
     private var escapeState = 0
-    private let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | - | status | dump | help | quit"
+    private let lineHelp = "commands: mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | - | meter [dbfs|lufs] | status | dump | help | quit"
 
     init(monitor: Monitor, view: StatusView) {
         self.monitor = monitor
@@ -76,9 +76,10 @@ final class Commands {
         case UInt8(ascii: "l"), UInt8(ascii: "L"): setLowpass(monitor.filterNode == nil)
         case UInt8(ascii: "+"), UInt8(ascii: "="): setVolume(monitor.volumeDB + Monitor.volumeStep)
         case UInt8(ascii: "-"), UInt8(ascii: "_"): setVolume(monitor.volumeDB - Monitor.volumeStep)
+        case UInt8(ascii: "u"), UInt8(ascii: "U"): setMeter(monitor.loudness == nil ? .lufs : .dbfs)
         case UInt8(ascii: "?"), UInt8(ascii: "h"), UInt8(ascii: "H"): view.say("graphthru: " + keyHelp)
         case 0x1B: escapeState = 1
-        case 0x21...0x7E: view.complain("key '\(Character(Unicode.Scalar(byte)))' does nothing (m mute · l low-pass · +/- volume · ? help · q quit)")
+        case 0x21...0x7E: view.complain("key '\(Character(Unicode.Scalar(byte)))' does nothing (m mute · l low-pass · +/- volume · u dBFS/LUFS · ? help · q quit)")
         default: break
         }
         return true
@@ -105,6 +106,9 @@ final class Commands {
         case ("volume", let db?) where Float(db).map({ $0.isFinite }) == true: setVolume(Float(db)!)
         case ("volume", nil): view.say("volume: \(dB(monitor.volumeDB))")
         case ("volume", let bad?): view.complain("volume takes +, - or a level in dB, not '\(bad)'")
+        case ("meter", nil), ("u", nil): setMeter(monitor.loudness == nil ? .lufs : .dbfs)
+        case ("meter", let word?) where MeterScale(rawValue: word) != nil: setMeter(MeterScale(rawValue: word)!)
+        case ("meter", let bad?): view.complain("meter takes dbfs or lufs, not '\(bad)'")
         case ("status", nil): view.answerStatus()
         case ("dump", nil): view.say(monitor.graph.description)
         case ("help", nil), ("?", nil): view.say(lineHelp)
@@ -118,6 +122,13 @@ final class Commands {
     func setMuted(_ muted: Bool) {
         monitor.setMuted(muted)
         view.report("mute: \(view.muteText)")
+    }
+
+    /// Shows the levels in dBFS or the outputs' loudness in LUFS (starting the loudness meter
+    /// afresh, or stopping it), and says `meter: dbfs|lufs`.
+    func setMeter(_ scale: MeterScale) {
+        do { try monitor.setLoudness(scale == .lufs) } catch { view.complain("could not switch the meter to \(scale.rawValue): \(error)") }
+        view.report("meter: \(view.meterText)")
     }
 
     func setVolume(_ db: Float) {

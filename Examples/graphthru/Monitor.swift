@@ -45,6 +45,9 @@ final class Monitor {
     /// Level meters (RMS with τ = 0.3 s and a held peak, lock-free reads) on the IO unit's two
     /// sides: element 1 as the graph receives the input, element 0 as it sends the output.
     private(set) var meters: (input: LevelMeter, output: LevelMeter)?
+    /// The EBU R128 loudness meter on IO element 0 (what goes to the outputs, as the output level
+    /// meter sees it) while the status shows LUFS (`--meter lufs`, `u`, `meter lufs`); nil otherwise.
+    private(set) var loudness: LoudnessMeter?
     /// --record: what IO element 0 sends to the outputs, written by the recorder's own thread.
     private(set) var recorder: Recorder?
     private var recordingFailureShown = false
@@ -220,6 +223,23 @@ final class Monitor {
             }
         }
         return (read(meters.input), read(meters.output))
+    }
+
+    /// Switches the EBU R128 loudness meter on IO element 0 (the outputs) on or off. On, it
+    /// measures from the next slice: momentary, short-term and integrated loudness count from
+    /// there (switching it off and on again starts the integration again). Nothing changes when
+    /// it is already as asked.
+    /// - Throws: ``AudioUnitError`` from the graph or libebur128 (a channel count it refuses);
+    ///   the meter is then off.
+    /// - Thread: the main (control) thread; allocates, starts or stops the meter's tap thread.
+    func setLoudness(_ on: Bool) throws(AudioUnitError) {
+        if on == (loudness != nil) { return }
+        if on {
+            loudness = try LoudnessMeter(graph: graph, node: ioNode, element: IOUnit.outputElement)
+        } else if let meter = loudness {
+            loudness = nil
+            try meter.stop()
+        }
     }
 
     /// Starts recording what goes to the outputs (--record).

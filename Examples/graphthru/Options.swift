@@ -34,6 +34,11 @@ options:
                       from LADSPA_PATH) into the chain before the gate, at its defaults
                       (repeatable, in order; graphrun --list TEXT finds plugins); a plugin
                       that is unknown or cannot take --channels is refused (status 2)
+  --meter dbfs|lufs   what the status shows of the levels (default: dbfs): dbfs, each input and
+                      output channel's RMS and peak level in dBFS; lufs, the EBU R128 loudness
+                      of the outputs (libebur128): momentary (0.4 s), short-term (3 s) and
+                      integrated loudness in LUFS, loudness range in LU and true peak in dBTP,
+                      counted from when it was switched on (`u` or `meter` switches live)
   --quiet             print nothing on stdout except answers to `status`, `dump` and `help`
   --json              print one JSON object per line on stdout instead (for scripts and
                       dashboards): a status object when anything changes, once a second and
@@ -49,30 +54,41 @@ options:
   --help              show this help
 
 control:
-  terminal keys:      m mute · l low-pass · + / - output volume ±3 dB · ? help · q quit
+  terminal keys:      m mute · l low-pass · + / - output volume ±3 dB · u dBFS/LUFS · ? help
+                      · q quit
   otherwise (lines):  mute | unmute | toggle | lowpass [on|off|HZ] | volume [+|-|DB] | + | -
-                      | status | dump | help | quit      (end of input keeps running)
+                      | meter [dbfs|lufs] | status | dump | help | quit
+                      (end of input keeps running)
   SIGINT / SIGTERM / SIGHUP / SIGQUIT quit cleanly with status 0.
 
 output: in a terminal, a status area redrawn in place (mute, volume, low-pass, xruns, non-finite
 samples replaced with 0 (NaN/Inf at the inputs never reach the outputs or a recording), DSP load,
 server, sample rate, period, meters, and errors and notices for 5 s each, all printed below it
 at exit); otherwise plain lines such as `mute: on`, `volume: -3.0 dB`, `low-pass: on (1000 Hz)`,
-`xruns: 2`, `non-finite: 512 sample(s) replaced with 0`, and one `status: …` line per `status`
-command (errors on stderr); with --json, JSON lines such as
+`xruns: 2`, `non-finite: 512 sample(s) replaced with 0`, `meter: lufs`, and one `status: …`
+line per `status` command, ending with `; loudness: momentary -23.0 LUFS, short-term -23.0 LUFS,
+integrated -23.0 LUFS, range 0.0 LU, true peak -23.0 dBTP` when the meter is lufs (errors on
+stderr); with --json, JSON lines such as
 {"event":"status",…,"mute":false,"volumeDB":0.0,"lowpassHz":1000,"xruns":0,"dspLoad":2.6,
-"nonFiniteSamples":0,"renderErrors":0,"input":[{"rmsDB":-12.1,"peakDB":null}],…}.
+"nonFiniteSamples":0,"renderErrors":0,"input":[{"rmsDB":-12.1,"peakDB":null}],…,"meter":"lufs",
+"loudness":{"momentaryLUFS":-23.0,"shortTermLUFS":-23.0,"integratedLUFS":-23.0,"rangeLU":0.0,
+"truePeakDBTP":-23.0}} (loudness null with --meter dbfs; a reading null for silence).
 
 exit status: 0 after quit or a signal (1 if a --record write failed: the file lacks audio); 1
 when JACK fails (no server, server gone without --reconnect, port errors, a --start-server
 that cannot start); 2 for bad options (including a name JACK cannot take, a --lowpass outside
-10…rate/2, or a --record file that cannot be created in that format: refused before joining
-JACK).
+10…rate/2, a --meter other than dbfs or lufs, or a --record file that cannot be created in
+that format: refused before joining JACK).
 """
 
 /// The JACK client name without --name. Under another name (--name, or the `graphthru-01` JACK
 /// gives a second graphthru) the ports' pretty names start with the client's name.
 let defaultClientName = "graphthru"
+
+/// What the status shows of the levels: each channel's RMS and peak level in dBFS, or the EBU
+/// R128 loudness of the outputs in LUFS (with true peak in dBTP). The raw values are the words
+/// `--meter` and the `meter` command take.
+enum MeterScale: String { case dbfs, lufs }
 
 /// What the command line asked for.
 struct Options {
@@ -82,6 +98,8 @@ struct Options {
     /// The low-pass to start with, in Hz (checked against the server's rate once it is known).
     var lowpass: Float?
     var quiet = false
+    /// --meter: what the status shows of the levels at start (`u` and `meter` switch it live).
+    var meter = MeterScale.dbfs
     /// --json: JSON lines on stdout instead of the status area or plain lines.
     var json = false
     /// A server to start (a child jackd: --start-server, --net-*), or none to join a running one.
@@ -111,6 +129,10 @@ struct Options {
                 // The top (rate/2) is checked once the server's rate is known; the bottom now.
                 guard hz >= 10 else { tool.fail("--lowpass \(hz) Hz is outside 10…sampleRate/2 Hz (below 10 Hz)", status: ExitStatus.usage) }
                 o.lowpass = hz
+            case "--meter":
+                let v = arguments.value(for: arg)
+                guard let scale = MeterScale(rawValue: v.lowercased()) else { tool.fail("--meter takes dbfs or lufs, not '\(v)'", status: ExitStatus.usage) }
+                o.meter = scale
             case "--record": o.record = arguments.value(for: arg)
             case "--record-format": o.recordFormat = arguments.sampleFormat(for: arg)
             case "--insert":

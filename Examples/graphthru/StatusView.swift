@@ -16,6 +16,12 @@ func dB(_ value: Float) -> String {
     value.isFinite && value > LevelMeter.silence ? String(format1: value) + " dB" : "-inf dB"
 }
 
+/// A loudness reading with one decimal and its unit ("-23.0 LUFS", "0.0 LU", "-1.2 dBTP"),
+/// "-inf UNIT" when there is none (silence, or nothing above the gates yet).
+func loudnessText(_ value: Double?, _ unit: String) -> String {
+    value.map { String(format1: Float($0)) + " " + unit } ?? "-inf \(unit)"
+}
+
 extension String {
     /// One decimal, without Foundation: -3.0, 12.0, 0.0.
     init(format1 value: Float) {
@@ -91,12 +97,38 @@ final class StatusView {
 
     var muteText: String { monitor.isMuted ? "on" : "off" }
     var lowpassText: String { monitor.filterNode == nil ? "off" : "on (\(Int(monitor.cutoff.rounded())) Hz)" }
+    /// What the status shows of the levels: `dbfs` (level meters) or `lufs` (loudness).
+    var meterText: String { (monitor.loudness == nil ? MeterScale.dbfs : .lufs).rawValue }
 
-    private func meterBar(_ reading: MeterReading, width: Int = 30) -> String {
-        let fraction = max(0, min(1, (reading.average + 60) / 60))
+    /// The loudness readings as one text, "momentary -23.0 LUFS, short-term …, true peak -23.0
+    /// dBTP", or nil while the meter is dbfs.
+    var loudnessLine: String? {
+        guard let meter = monitor.loudness else { return nil }
+        return "momentary \(loudnessText(meter.momentaryLoudness, "LUFS")), short-term \(loudnessText(meter.shortTermLoudness, "LUFS")), "
+            + "integrated \(loudnessText(meter.integratedLoudness, "LUFS")), range \(loudnessText(meter.loudnessRange, "LU")), "
+            + "true peak \(loudnessText(meter.truePeak, "dBTP"))"
+    }
+
+    /// A bar for a level from −60 to 0 (dBFS or LUFS), `width` cells.
+    private func bar(_ value: Float, width: Int = 30) -> String {
+        let fraction = value.isFinite ? max(0, min(1, (value + 60) / 60)) : 0
         let filled = Int((fraction * Float(width)).rounded())
         return "▕" + String(repeating: "█", count: filled) + String(repeating: "─", count: width - filled) + "▏ "
-            + "\(dB(reading.average)) (peak \(dB(reading.peak)))"
+    }
+
+    private func meterBar(_ reading: MeterReading) -> String {
+        bar(reading.average) + "\(dB(reading.average)) (peak \(dB(reading.peak)))"
+    }
+
+    /// The status area's loudness lines (the meter is lufs): momentary and short-term as bars,
+    /// then integrated, range and true peak.
+    private func loudnessLines(_ meter: LoudnessMeter) -> [String] {
+        let momentary = meter.momentaryLoudness, shortTerm = meter.shortTermLoudness
+        return [
+            "out momentary  " + bar(Float(momentary ?? -.infinity)) + loudnessText(momentary, "LUFS"),
+            "out short-term " + bar(Float(shortTerm ?? -.infinity)) + loudnessText(shortTerm, "LUFS"),
+            "out integrated \(loudnessText(meter.integratedLoudness, "LUFS")) · range \(loudnessText(meter.loudnessRange, "LU")) · true peak \(loudnessText(meter.truePeak, "dBTP")) (EBU R128)",
+        ]
     }
 
     /// The status area's parts: client and server, the monitor's state (`head`); a meter bar per
@@ -110,7 +142,9 @@ final class StatusView {
             "mute \(muteText) · volume \(dB(monitor.volumeDB)) · low-pass \(lowpassText) · xruns \(driver.xrunCount) · non-finite \(monitor.nonFiniteSampleCount) · DSP load \(String(format1: driver.cpuLoad))%",
         ]
         var meters: [String] = []
-        if let readings = monitor.meterReadings() {
+        if let loudness = monitor.loudness {
+            meters = loudnessLines(loudness)
+        } else if let readings = monitor.meterReadings() {
             for (c, reading) in readings.inputs.enumerated() { meters.append("in  \(c + 1) " + meterBar(reading)) }
             for (c, reading) in readings.outputs.enumerated() { meters.append("out \(c + 1) " + meterBar(reading)) }
         } else {
@@ -118,7 +152,7 @@ final class StatusView {
         }
         let now = monotonicSeconds()
         let recent = withMessages ? messages.filter { $0.shownUntil > now }.suffix(StatusView.messageLines).map(\.line) : []
-        return (head, meters, Array(recent), "keys: m mute · l low-pass · +/- volume · ? help · q quit")
+        return (head, meters, Array(recent), "keys: m mute · l low-pass · +/- volume · u dBFS/LUFS · ? help · q quit")
     }
 
     /// The `status` command's one line.
@@ -130,22 +164,32 @@ final class StatusView {
         } else {
             text += ", meters n/a"
         }
+        if let loudness = loudnessLine { text += "; loudness: " + loudness }
         return text
     }
 
     /// The status as one JSON object (the --json lines and the `status` answer). `event` says
     /// why it was printed: `status` (the command), `tick` (once a second), or what changed
-    /// (`mute`, `volume`, `low-pass`, `xruns`, `non-finite`, `sample rate`). Levels are dBFS
+    /// (`mute`, `volume`, `low-pass`, `meter`, `xruns`, `non-finite`, `sample rate`). Levels are dBFS
     /// with one decimal, `null` for silence (below the meter's floor, −160 dBFS) — never
     /// `-inf` or `NaN`; `input` and `output` are `null` without meters. `nonFiniteSamples`
     /// counts the NaN and ±Inf samples replaced with 0 (``Monitor/nonFiniteSampleCount``),
     /// `renderErrors` the graph's failed render callbacks; `recording` is `null` without --record.
+    /// `meter` is `dbfs` or `lufs`; `loudness` is `null` with `dbfs`, else the outputs' EBU R128
+    /// readings (`momentaryLUFS`, `shortTermLUFS`, `integratedLUFS`, `rangeLU`, `truePeakDBTP`,
+    /// one decimal, each `null` when there is none: silence, or nothing above the gates yet).
     func statusObject(event: String) -> JSONValue {
         func level(_ value: Float) -> JSONValue { value.isFinite && value > LevelMeter.silence ? .number(value) : .null }
         func levels(_ readings: [MeterReading]) -> JSONValue {
             .array(readings.map { .object([("rmsDB", level($0.average)), ("peakDB", level($0.peak))]) })
         }
         let meters = monitor.meterReadings()
+        func reading(_ value: Double?) -> JSONValue { value.map { .number($0, decimals: 1) } ?? .null }
+        let loudness: JSONValue = monitor.loudness.map { m in
+            .object([("momentaryLUFS", reading(m.momentaryLoudness)), ("shortTermLUFS", reading(m.shortTermLoudness)),
+                     ("integratedLUFS", reading(m.integratedLoudness)), ("rangeLU", reading(m.loudnessRange)),
+                     ("truePeakDBTP", reading(m.truePeak))])
+        } ?? .null
         let recording: JSONValue = monitor.recorder.map { r in
             .object([("path", .string(r.path)), ("framesWritten", .count(r.framesWritten)), ("framesDropped", .count(r.framesDropped))])
         } ?? .null
@@ -159,7 +203,7 @@ final class StatusView {
             ("xruns", .count(driver.xrunCount)), ("dspLoad", .number(driver.cpuLoad)),
             ("nonFiniteSamples", .count(monitor.nonFiniteSampleCount)), ("renderErrors", .count(monitor.graph.renderErrorCount)),
             ("input", meters.map { levels($0.inputs) } ?? .null), ("output", meters.map { levels($0.outputs) } ?? .null),
-            ("recording", recording),
+            ("recording", recording), ("meter", .string(meterText)), ("loudness", loudness),
         ])
     }
 

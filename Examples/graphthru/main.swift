@@ -68,6 +68,9 @@ if options.dump { view.say(monitor.graph.description) }
 
 // Meters and the recorder watch the running graph from their own threads; meters are optional.
 do { try monitor.installMeters() } catch { view.complain("level meters unavailable: \(error)") }
+if options.meter == .lufs {
+    do { try monitor.setLoudness(true) } catch { view.complain("loudness meter unavailable: \(error)") }
+}
 if let path = options.record {
     do { try monitor.startRecording(path: path, format: options.recordFormat) } catch {
         driver.close()
@@ -79,6 +82,7 @@ if let path = options.record {
 let commands = Commands(monitor: monitor, view: view)
 commands.enterKeyModeIfForeground()
 view.report("mute: \(view.muteText)")
+if monitor.loudness != nil { view.report("meter: \(view.meterText)") }
 if view.display == .terminal { view.redraw() }
 
 // 5. The loop, until quit, a signal or the server's end: it follows the server's rate, and on

@@ -29,7 +29,7 @@ public struct ServerStartOptions {
                           "alsa" for a sound card; 48 kHz, period 256) and stop it on exit;
                           "net" joins a netjack2 master as a slave (its rate and period):
       --net-master HOST[:PORT]
-                          the master's address and netmanager port (default: multicast
+                          the master's IPv4 address and netmanager port (default: multicast
                           225.3.19.154, port 19000); waits up to 10 s for the master to answer
       --net-capture N     channels from the master (0…256; default: its physical capture count)
       --net-playback N    channels back to it (0…256; default: its physical playback count)
@@ -39,7 +39,7 @@ public struct ServerStartOptions {
 
     /// Takes `argument` when it is one of these options, reading its value from `arguments`;
     /// false, consuming nothing more, for any other. Exits 2 for a missing or bad value: an
-    /// empty driver, a host that does not resolve, a port, count or latency out of range, a
+    /// empty driver, an IPv6 master address (netjack2 is IPv4 only), a host that does not resolve, a port, count or latency out of range, a
     /// client name JACK cannot take.
     public mutating func parse(_ argument: String, from arguments: inout Arguments) -> Bool {
         let tool = arguments.tool
@@ -52,6 +52,11 @@ public struct ServerStartOptions {
             return true
         case "--net-master":
             let value = arguments.value(for: argument)
+            // jack2's net backend opens AF_INET sockets and reads the address with inet_aton
+            // (posix/JackNetUnixSocket.cpp): an IPv6 master ("::1", "[::1]:19000") cannot work.
+            if value.hasPrefix("[") || value.filter({ $0 == ":" }).count > 1 {
+                tool.fail("--net-master '\(value)': netjack2's master address must be IPv4 (jack2's net backend takes IPv4 only); give the master's IPv4 address, e.g. 127.0.0.1 or 192.168.1.10:19000, or a host name that has one", status: ExitStatus.usage)
+            }
             var host = Substring(value), port = 19_000
             if let colon = value.lastIndex(of: ":") {
                 let text = value[value.index(after: colon)...]

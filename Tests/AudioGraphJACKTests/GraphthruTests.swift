@@ -91,7 +91,7 @@ extension JACKIntegration {
 
         @Test(arguments: [["--channels", "0"], ["--channels", "x"], ["--lowpass", "-5"], ["--bogus"], ["--name"], ["--server", ""],
                           ["--server", String(repeating: "s", count: 270)], ["--start-server", ""],
-                          ["--record", "/tmp/gt-\(getpid()).flac", "--record-format", "float32"], ["--record", "/tmp"]])
+                          ["--record", "/tmp/gt-\(getpid()).flac", "--record-format", "float32"], ["--record", "/tmp"], ["--meter", "loud"], ["--meter"]])
         func badOptionsAreRefusedWithStatus2(_ arguments: [String]) throws {
             // A server that does not exist: every one of these is refused before JACK is asked.
             let tool = try ToolProcess(arguments, server: "no-such-server-\(getpid())")

@@ -165,6 +165,8 @@ extension JACKIntegration {
             (["--start-server", "net", "--net-master", "127.0.0.1:0"], "the port after ':' must be 1…65535"),
             (["--start-server", "net", "--net-master", "no-such-host.invalid"], "not an IPv4 address or a host name that resolves"),
             (["--start-server", "net", "--net-name", "a:b"], "--net-name 'a:b'"),
+            (["--start-server", "net", "--net-master", "::1"], "netjack2's master address must be IPv4"),
+            (["--start-server", "net", "--net-master", "[::1]:19000"], "netjack2's master address must be IPv4"),
         ])
         func badNetOptionsAreRefusedWithStatusTwoBeforeAnythingStarts(arguments: [String], message: String) throws {
             let tool = try ToolProcess(arguments, server: "ag-net-never-\(getpid())")

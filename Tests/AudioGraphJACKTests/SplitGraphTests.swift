@@ -195,6 +195,24 @@ extension JACKIntegration {
             #expect(tool.stderr.contains("graphrun (part \"far\"): the JACK server shut down"), "the far part says whose server: \(tool.stderr)")
         }
 
+        /// A far server that is not running: the error names the file's line and the entry's
+        /// "jack" field, and says to start a netjack2 slave (not a jackd with a sound card).
+        @Test func aFarServerThatIsNotRunningIsSaidAtItsLineWithHowToStartASlave() throws {
+            let missing = "ag-no-such-slave-\(getpid())"
+            let name = "sg-missing-\(getpid())"
+            let text = SplitGraphTests.splitFile(name: name, slave: missing, nodes: #"{ "id": "gate", "type": "mutegate", "server": "far" }"#,
+                                                 connections: #"{ "from": "io", "to": "gate" }, { "from": "gate", "to": "io" }"#)
+            let path = try temporaryFile(text)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let line = try #require(text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains("\"\(missing)\"") }) + 1
+            let tool = try ToolProcess("graphrun", [path, "--no-autoconnect"], server: TestServer.shared)
+            #expect(tool.waitForExit(timeout: 20) == 1, "\(tool.stderr)")
+            #expect(tool.stderr.contains("\(path):\(line): servers.far.jack: no JACK server named '\(missing)' is running; a far part runs on a netjack2 slave"),
+                    "the file's line and field: \(tool.stderr)")
+            #expect(tool.stderr.contains("jack_load netmanager") && tool.stderr.contains("jackd -n \(missing) -d net -a MASTER-ADDRESS"), "\(tool.stderr)")
+            #expect(!tool.stderr.contains("-d alsa") && !tool.stderr.contains("-d dummy"), "no advice for a server with a sound card: \(tool.stderr)")
+        }
+
         @Test(arguments: [
             (#""servers": { "here": {}, "far": { "jack": "x" }, "farther": { "jack": "y" } }, "nodes": [ { "id": "a", "type": "mutegate", "server": "far" }, { "id": "b", "type": "mutegate", "server": "farther" } ], "connections": [ { "from": "io", "to": "a" }, { "from": "a", "to": "b" }, { "from": "b", "to": "io" } ]"#,
              "joins two servers neither of which is io's"),
