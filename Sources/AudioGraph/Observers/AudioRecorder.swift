@@ -1,4 +1,5 @@
 // Observers: AudioRecorder — the AVAudioRecorder analogue on a graph: prepare, record, record for a duration, pause and resume, stop, delete, and metering.
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,24 +36,53 @@ public final class AudioRecorder: @unchecked Sendable {
     public let node: AUNode
     /// The output element recorded (the ``IOUnit``'s 1: the microphone).
     public let element: AudioUnitElement
-    /// Called when a recording ends: after ``stop()`` (true unless a write failed), or by itself
-    /// after ``record(forDuration:)``'s duration (on the writer thread).
-    public var onFinish: (@Sendable (_ successfully: Bool) -> Void)?
-    /// The error of the last call that returned false, or of a write that failed.
-    public private(set) var lastError: RecorderError?
+    /// Called once when a recording ends: after ``stop()`` (true), by itself after
+    /// ``record(forDuration:)``'s duration (true, on the writer thread), or as soon as a write
+    /// fails (false, on the writer thread; ``lastError`` says why) — AVAudioRecorder's
+    /// `audioRecorderDidFinishRecording(_:successfully:)` and
+    /// `audioRecorderEncodeErrorDidOccur(_:error:)`. Read when the recording ends, so it may be
+    /// set at any time. On the writer thread it must not block or call ``stop()``.
+    public var onFinish: (@Sendable (_ successfully: Bool) -> Void)? {
+        get { finishing.handler.withLock { $0 } }
+        set { finishing.handler.withLock { $0 = newValue } }
+    }
+    /// The error of the last call that returned false (cleared by the next call that succeeds),
+    /// or of a write that failed during the recording.
+    public var lastError: RecorderError? { callError ?? recorder?.writeError }
+    /// When the file's rate is not the one asked for (Opus and MP3 take a few rates), the
+    /// sentence that says what is recorded instead; nil otherwise or before the file is made.
+    public var rateNote: String? { recorder?.rateNote }
+
+    /// ``onFinish`` and whether it was called for the current recording: shared with the
+    /// writer thread (not the recorder itself).
+    final class Finishing: Sendable {
+        let handler = ControlLock<(@Sendable (Bool) -> Void)?>(nil)
+        let said = Atomic<Bool>(false)
+        /// Calls the handler, once per recording.
+        func finish(_ successfully: Bool) {
+            guard !said.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            handler.withLock { $0 }?(successfully)
+        }
+    }
 
     private var recorder: Recorder?
     private let metering: PowerMetering
+    private let finishing = Finishing()
+    private var callError: RecorderError?
     private var recording = false
+    /// A duration's end (the element's sample time) while recording for a duration.
     private var endTime: Double?
+    /// A duration's frames not yet recorded when ``pause()`` came: ``record()`` records them.
+    private var remainingFrames: Double?
     /// The element's rate, Hz: sample times count its frames.
     private let sourceRate: Double
 
     /// A recorder of `node`'s output `element` into `path`; nothing is created until
     /// ``prepareToRecord()`` or ``record()``.
-    /// - Throws: ``RecorderError/unsupportedSettings(_:)`` (the extension, when `settings` is nil,
-    ///   or the settings at the element's rate and channels), ``RecorderError/audioUnit(_:)`` (a
-    ///   node or element that cannot be recorded).
+    /// - Throws: ``RecorderError/unsupportedSettings(_:)`` (the extension, when `settings` is nil;
+    ///   an extension of another type than `settings` says; or the settings at the element's
+    ///   rate and channels), ``RecorderError/audioUnit(_:)`` (a node or element that cannot be
+    ///   recorded).
     public init(path: String, settings: RecordingSettings? = nil, graph: AudioGraph, node: AUNode,
                 element: AudioUnitElement = IOUnit.inputElement) throws(RecorderError) {
         let (chosen, source) = try Recorder.resolve(path: path, settings: settings, graph: graph, node: node, element: element)
@@ -69,47 +99,65 @@ public final class AudioRecorder: @unchecked Sendable {
     /// Creates the file (replacing one there), ready to record. True when it is ready.
     @discardableResult
     public func prepareToRecord() -> Bool {
-        if recorder != nil { return true }
+        if recorder != nil { callError = nil; return true }
         do throws(RecorderError) {
             let made = try Recorder(graph: graph, node: node, element: element, path: path, settings: settings, gated: true)
+            let finishing = finishing
+            made.whenAWriteFails { finishing.finish(false) }
             recorder = made
             settings = made.settings
+            finishing.said.store(false, ordering: .releasing)
+            callError = nil
             return true
         } catch {
-            lastError = error
+            callError = error
             return false
         }
     }
 
-    /// Starts or resumes recording with the graph's next slice. True when recording.
+    /// Starts recording with the graph's next slice, or resumes after ``pause()`` (a duration
+    /// paused records what is left of it). True when recording.
     @discardableResult
     public func record() -> Bool {
-        if let endTime, graph.sampleTime >= endTime {
-            lastError = .unsupportedSettings("this recording finished when its duration ended; stop() it, and record() starts a new one")
+        if recording, let endTime, graph.sampleTime >= endTime {
+            callError = .unsupportedSettings("this recording finished when its duration ended; stop() it, and record() starts a new one")
             return false
         }
-        guard !recording else { return true }
-        // After stop(), a new recording replaces the file, as AVAudioRecorder's does.
-        if recorder?.isRecording == false { recorder = nil }
+        guard !recording else { callError = nil; return true }
+        // After stop() or a finish, a new recording replaces the file, as AVAudioRecorder's does.
+        if recorder?.isRecording == false || recorder?.writeError != nil { recorder = nil; remainingFrames = nil }
         guard prepareToRecord(), let recorder else { return false }
-        recorder.openSpan(at: graph.sampleTime)
+        let start = graph.sampleTime
+        if let remaining = remainingFrames {
+            let end = start + remaining
+            recorder.finish(at: end) { [finishing] in finishing.finish(true) }
+            recorder.openSpan(at: start, until: end)
+            endTime = end
+            remainingFrames = nil
+        } else {
+            recorder.openSpan(at: start)
+            endTime = nil
+        }
         recording = true
-        endTime = nil
         return true
     }
 
-    /// Records for `duration` seconds of the graph's time from its next slice, then stops by
-    /// itself (the file complete and closed) and calls ``onFinish``. True when recording.
+    /// Records for `duration` seconds of the graph's time from its next slice (paused time not
+    /// counted), then stops by itself (the file complete and closed) and calls ``onFinish``.
+    /// True when recording; false (``lastError``) for a duration that is not above 0 and
+    /// finite, or while a recording is under way.
     @discardableResult
     public func record(forDuration duration: Double) -> Bool {
-        guard duration.isFinite, duration > 0 else { lastError = .unsupportedSettings("a duration of \(duration) s: above 0"); return false }
-        guard endTime == nil, !recording else { return false }
-        if recorder?.isRecording == false { recorder = nil }
+        guard duration.isFinite, duration > 0 else { callError = .unsupportedSettings("a duration of \(duration) s: above 0"); return false }
+        guard !recording, remainingFrames == nil else {
+            callError = .unsupportedSettings("a recording is under way or paused: stop() it first")
+            return false
+        }
+        if recorder?.isRecording == false || recorder?.writeError != nil { recorder = nil }
         guard prepareToRecord(), let recorder else { return false }
         let start = graph.sampleTime
         let end = start + (duration * sourceRate).rounded()
-        let callback = onFinish
-        recorder.finishWhenSpanEnds { callback?(true) }
+        recorder.finish(at: end) { [finishing] in finishing.finish(true) }
         recorder.openSpan(at: start, until: end)
         recording = true
         endTime = end
@@ -117,29 +165,40 @@ public final class AudioRecorder: @unchecked Sendable {
     }
 
     /// Pauses: the graph's next slice is not recorded; ``record()`` resumes, and the file goes
-    /// on with no gap.
+    /// on with no gap (a duration goes on counting from where it paused).
     public func pause() {
         guard recording, let recorder else { return }
-        recorder.closeSpan(at: graph.sampleTime)
+        let now = graph.sampleTime
+        if let endTime {
+            guard now < endTime else { return }  // the duration has ended: nothing to pause
+            remainingFrames = endTime - now
+            recorder.finish(at: nil, nil)
+        }
+        recorder.closeSpan(at: now)
         recording = false
-    }
-
-    /// Stops and closes the file (everything before the graph's next slice is in it). Calls
-    /// ``onFinish`` with true, or false (and ``lastError``) when a write failed.
-    public func stop() {
-        guard let recorder else { return }
-        // Stopped before a duration's end: this call finishes it, not the writer.
-        recorder.finishWhenSpanEnds(nil)
-        recorder.closeSpan(at: graph.sampleTime)
-        recording = false
-        var success = true
-        do throws(RecorderError) { try recorder.stop() } catch { lastError = error; success = false }
-        if endTime == nil || graph.sampleTime < endTime! { onFinish?(success) }
         endTime = nil
     }
 
-    /// Whether it is recording now (false after ``pause()``, ``stop()``, or a duration's end).
-    public var isRecording: Bool { recording && (endTime.map { graph.sampleTime < $0 } ?? true) && recorder?.isRecording == true }
+    /// Stops and closes the file (everything before the graph's next slice is in it). Calls
+    /// ``onFinish`` with true, or false when a write failed, unless it was called already
+    /// (a duration's end, a write failure).
+    public func stop() {
+        guard let recorder else { return }
+        recorder.finish(at: nil, nil)
+        recorder.closeSpan(at: graph.sampleTime)
+        recording = false
+        endTime = nil
+        remainingFrames = nil
+        var success = true
+        do throws(RecorderError) { try recorder.stop() } catch { callError = error; success = false }
+        finishing.finish(success)
+    }
+
+    /// Whether it is recording now (false after ``pause()``, ``stop()``, a duration's end, or a
+    /// write failure).
+    public var isRecording: Bool {
+        recording && (endTime.map { graph.sampleTime < $0 } ?? true) && recorder?.isRecording == true && recorder?.writeError == nil
+    }
 
     /// Seconds in the file so far (the paused time not counted); after ``stop()``, the file's
     /// length (AVAudioRecorder answers 0 then). Thread: any.
@@ -147,20 +206,6 @@ public final class AudioRecorder: @unchecked Sendable {
         guard let recorder, let rate = recorder.settings.sampleRate else { return 0 }
         return Double(recorder.framesWritten) / rate
     }
-
-    /// Samples (frames × channels) beyond ±1.0 clipped to full scale because the file stores
-    /// integers (16- or 24-bit WAV, FLAC); 0 for Float32 WAV, Opus, Vorbis and MP3, which keep
-    /// them. See ``Recorder/clippedSampleCount``. 0 before recording. Thread: any.
-    public var clippedSampleCount: UInt64 { recorder?.clippedSampleCount ?? 0 }
-
-    /// Frames lost because the writer fell behind by more than
-    /// ``RecordingSettings/bufferDuration`` (a stalled disk), at the graph's rate; where each
-    /// gap is: ``gaps``. See ``Recorder/framesDropped``. Thread: any.
-    public var framesDropped: UInt64 { recorder?.framesDropped ?? 0 }
-
-    /// The gaps dropped frames left, with their graph sample times and file frames (the first
-    /// ``RecordingGap/maximumKept``). See ``Recorder/gaps``. Thread: any; allocates.
-    public var gaps: [RecordingGap] { recorder?.gaps ?? [] }
 
     /// Stops if need be and removes the file. True when it is gone.
     @discardableResult

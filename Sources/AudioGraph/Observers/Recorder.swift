@@ -387,6 +387,13 @@ public final class Recorder: @unchecked Sendable {
                         element: AudioUnitElement) throws(RecorderError) -> (RecordingSettings, StreamFormat) {
         let chosen: RecordingSettings
         if let settings { chosen = settings } else { chosen = try RecordingSettings.forPath(path) }
+        // A name whose extension says another type than the settings would mislead every reader
+        // of the file (a WAV named .opus); an Ogg name fits Vorbis and Opus alike, and a name
+        // with no known extension takes what the settings say.
+        if settings != nil, let named = try? RecordingSettings.forPath(path).fileType, named != chosen.fileType,
+           !(named == .vorbis && chosen.fileType == .opus) {
+            throw .unsupportedSettings("the name \"\(path)\" says \(named.rawValue) but the settings say \(chosen.fileType.rawValue): name the file for its type, or leave the settings' type to the name")
+        }
         do throws(AudioUnitError) {
             _ = try graph.checkObservable(node, element)
             return (chosen, try graph.nodeInfo(node).streamFormat(scope: .output, element: element))
@@ -399,9 +406,16 @@ public final class Recorder: @unchecked Sendable {
         writer.spans.withLock { $0?.append((time, end)) }
     }
 
-    /// `done` once a span with an end has been written whole and the file closed (writer thread).
-    func finishWhenSpanEnds(_ done: (@Sendable () -> Void)?) {
+    /// `done` once the frames up to sample time `time` have been written and the file closed
+    /// (writer thread); nil: not finishing. Thread: control thread.
+    func finish(at time: Double?, _ done: (@Sendable () -> Void)?) {
         writer.onSpanEnd.withLock { $0 = done }
+        writer.finishAt.withLock { $0 = time }
+    }
+
+    /// `said` once, on the writer thread, when a write first fails. Thread: control thread.
+    func whenAWriteFails(_ said: (@Sendable () -> Void)?) {
+        writer.onFailure.withLock { $0 = said }
     }
 
     /// Ends the open span at sample time `time`. Thread: control thread.
@@ -556,9 +570,14 @@ final class RecordingWriter: @unchecked Sendable {
     let spans: ControlLock<[(start: Double, end: Double)]?>
     /// Source frames per file frame (the source element's rate over the file's).
     let ratio: Double
-    /// Called once on the writer thread when a span that ends (a duration) has been written
-    /// whole and the file closed: ``AudioRecorder/record(forDuration:)``'s finish.
+    /// Called once on the writer thread when the frames up to ``finishAt`` (a source sample
+    /// time) have been written and the file closed: ``AudioRecorder/record(forDuration:)``'s
+    /// finish. Nil ``finishAt``: not finishing (no duration, or paused).
     let onSpanEnd = ControlLock<(@Sendable () -> Void)?>(nil)
+    let finishAt = ControlLock<Double?>(nil)
+    /// Called once on the writer thread when a write first fails (the failure is in
+    /// ``failure``): ``AudioRecorder`` finishes with false at once.
+    let onFailure = ControlLock<(@Sendable () -> Void)?>(nil)
 
     init(file: OpaquePointer, path: String, channels: Int, sampleFormat: RecordingSettings.SampleFormat, frameLimit: UInt64,
          gated: Bool = false, ratio: Double = 1) {
@@ -624,9 +643,8 @@ final class RecordingWriter: @unchecked Sendable {
         }
         nextSampleTime = block.sampleTime + Double(block.frameCount) * ratio
         for (first, count) in runs(of: block) { write(block, from: first, count: count) }
-        // A span with an end that this block reached: the recording is complete.
-        guard let end = spans.withLock({ $0?.last?.end }), end.isFinite,
-              block.sampleTime + Double(block.frameCount) * ratio >= end,
+        // The finish time (a duration's end) that this block reached: the recording is complete.
+        guard let end = finishAt.withLock({ $0 }), block.sampleTime + Double(block.frameCount) * ratio >= end,
               let done = onSpanEnd.withLock({ callback in defer { callback = nil }; return callback }) else { return }
         close()
         done()
@@ -672,6 +690,7 @@ final class RecordingWriter: @unchecked Sendable {
                 lost.add(UInt64(frames - Int(max(0, done))), ordering: .relaxed)
                 let reason = String(cString: sf_strerror(file))
                 failure.withLock { $0 = .writeFailed(path: path, reason: reason == "No Error." ? "short write (disk full?)" : reason) }
+                if let said = onFailure.withLock({ callback in defer { callback = nil }; return callback }) { said() }
             }
         }
     }

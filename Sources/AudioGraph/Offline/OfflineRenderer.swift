@@ -8,9 +8,19 @@
 /// same ``GraphRenderContext/render(frameCount:input:inputChannelCount:output:outputChannelCount:)``
 /// a real-time driver calls.
 ///
+/// File players are waited for: before each slice, the renderer waits until every playing
+/// ``AudioFilePlayerUnit`` in the graph has that slice read from disk (or its file's end, or a
+/// seek taken), so an offline render of a file is the file, whatever the disk's speed — as
+/// AVAudioEngine's manual rendering reads its player nodes' files. ``waitsForFilePlayers``
+/// turns that off (a slice then finds what the disk thread has read, as on a live device).
+///
 /// Thread: one control thread (it renders on the caller's thread, which counts as the render
 /// thread while a render call runs).
 public final class OfflineRenderer {
+    /// Whether each slice waits (5 s at most) for the graph's playing file players to have it
+    /// read from disk. Default true: deterministic. False: as a live device, a slice the disk
+    /// thread has not read yet plays silence and counts as an underrun.
+    public var waitsForFilePlayers = true
     /// The graph being rendered.
     public let graph: AudioGraph
     /// Device input channels (IO element 1).
@@ -64,9 +74,11 @@ public final class OfflineRenderer {
             if n > 0 { input[c].withUnsafeBufferPointer { (inBuffer + c * frameCount).update(from: $0.baseAddress!, count: n) } }
         }
         let context = graph.renderContext
+        let players = waitsForFilePlayers ? graph.nodes.compactMap { try? graph.nodeInfo($0) as? AudioFilePlayerUnit } : []
         var offset = 0
         while offset < frameCount {
             let n = min(sliceFrames, frameCount - offset)
+            for player in players { player.waitUntilSliceIsRead(frames: n) }
             for c in 0..<inputChannels { inPointers[c] = inBuffer + c * frameCount + offset }
             for c in 0..<outputChannels { outPointers[c] = outBuffer + c * frameCount + offset }
             context.render(frameCount: n, input: inPointers, inputChannelCount: inputChannels,

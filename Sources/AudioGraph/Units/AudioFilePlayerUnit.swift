@@ -254,6 +254,22 @@ public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
     /// Frames waiting in the ring (at the output rate). Thread: any.
     public var bufferedFrames: Int { core.bufferedFrames }
 
+    /// For the offline renderer: waits (5 s at most) until the next slice of `frames` output
+    /// frames can play what the file holds — a seek asked for has been taken by the disk thread,
+    /// and the ring holds the slice or the file's end. Returns at once when the player is not
+    /// playing. Control thread (the offline renderer's, between slices).
+    func waitUntilSliceIsRead(frames: Int) {
+        guard disk != nil else { return }
+        var waited = 0
+        while core.diskParked.load(ordering: .acquiring) != core.seekRequest.load(ordering: .acquiring)
+              && core.flushed.load(ordering: .acquiring) != core.seekRequest.load(ordering: .acquiring) && waited < 25_000 {
+            usleep(200); waited += 1
+        }
+        while isPlaying && core.bufferedFrames < frames && !core.endWritten.load(ordering: .acquiring) && waited < 25_000 {
+            usleep(200); waited += 1
+        }
+    }
+
     private func stopDiskThread() {
         guard let disk else { return }
         core.quit.store(true, ordering: .releasing)

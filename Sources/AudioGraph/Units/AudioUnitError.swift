@@ -54,7 +54,7 @@ public enum AudioUnitError: Int32, Error, Sendable, CaseIterable, CustomStringCo
     public var description: String {
         switch self {
         case .invalidProperty: return "invalidProperty (-10879): the unit has no such property; check the property ID against the unit type"
-        case .invalidParameter: return "invalidParameter (-10878): no such parameter on this unit, a value that is NaN or infinite, or a read-only parameter (a meter such as CompressionAmount)"
+        case .invalidParameter: return "invalidParameter (-10878): no such parameter on this unit, a value outside the range it takes, a value that is NaN or infinite, or a read-only parameter (a meter such as CompressionAmount)"
         case .invalidElement: return "invalidElement (-10877): no such element in that scope (read ElementCount first), or an IO unit's device side: its input element 1 is the device's input and cannot be fed, its output element 0 goes to the device and feeds nothing"
         case .noConnection: return "noConnection (-10876): that input element has no connection or callback to remove"
         case .failedInitialization: return "failedInitialization (-10875): the unit could not allocate its render resources"

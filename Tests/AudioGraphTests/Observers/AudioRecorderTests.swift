@@ -89,5 +89,83 @@ struct AudioRecorderTests {
         #expect(recorder.lastError.map { if case .cannotCreate = $0 { true } else { false } } == true, "\(String(describing: recorder.lastError))")
         let wav = try AudioRecorder(path: temporaryPath("y.wav"), graph: chain.graph, node: chain.nodes[0], element: 0)
         #expect(!wav.record(forDuration: 0) && !wav.isRecording)
+        #expect(!wav.record(forDuration: .nan) && !wav.record(forDuration: -1))
+        // A name of one type with settings of another: refused (a WAV named .opus would mislead).
+        #expect(throws: RecorderError.self) {
+            try AudioRecorder(path: temporaryPath("z.opus"), settings: RecordingSettings(fileType: .wav), graph: chain.graph, node: chain.nodes[0], element: 0)
+        }
+        // An Ogg name fits Opus; a name without a known extension takes the settings.
+        _ = try AudioRecorder(path: temporaryPath("z.ogg"), settings: RecordingSettings(fileType: .opus, sampleRate: 48_000), graph: chain.graph, node: chain.nodes[0], element: 0)
+        _ = try AudioRecorder(path: temporaryPath("z.take"), settings: RecordingSettings(fileType: .flac, sampleFormat: .int16), graph: chain.graph, node: chain.nodes[0], element: 0)
+    }
+
+    /// A duration paused and resumed records the whole duration (the paused time not counted)
+    /// and finishes by itself once, calling the onFinish set after the call.
+    @Test func aDurationPausedAndResumedRecordsItAllAndFinishesOnce() throws {
+        let chain = try Chain([MuteGateUnit()], channels: 1)
+        let path = temporaryPath("avrec-duration-pause.wav")
+        defer { unlink(path) }
+        let recorder = try AudioRecorder(path: path, graph: chain.graph, node: chain.nodes[0], element: 0)
+        #expect(recorder.record(forDuration: 0.1))                         // 4800 frames
+        let finished = Atomic<Int>(0)
+        recorder.onFinish = { ok in finished.add(ok ? 1 : 100, ordering: .relaxed) }  // set after the call: still called
+        _ = try chain.render(AudioRecorderTests.ramp(0..<2048))            // 2048 recorded
+        recorder.pause()
+        _ = try chain.render(AudioRecorderTests.ramp(2048..<4096))         // paused
+        #expect(!recorder.record(forDuration: 1), "a paused duration is resumed with record(), not a second duration")
+        #expect(recorder.record() && recorder.isRecording)
+        _ = try chain.render(AudioRecorderTests.ramp(4096..<12_288))       // 2752 more, then the end
+        let deadline = Date().addingTimeInterval(5)
+        while finished.load(ordering: .relaxed) == 0 && Date() < deadline { usleep(10_000) }
+        #expect(finished.load(ordering: .relaxed) == 1, "onFinish(true) once, by itself")
+        #expect(!recorder.isRecording)
+        recorder.stop()
+        #expect(finished.load(ordering: .relaxed) == 1, "stop() after the finish calls nothing more")
+        let file = try #require(readAudioFile(path))
+        let expected = AudioRecorderTests.ramp(0..<2048)[0] + AudioRecorderTests.ramp(4096..<6848)[0]
+        #expect(file.channels[0] == expected ? true : false, "4800 frames: the first 2048 and 2752 after the pause, \(file.channels[0].count)")
+    }
+
+    /// A disk that fills up mid-recording (a 256 KiB tmpfs): onFinish(false) comes at once from
+    /// the writer, isRecording turns false and lastError says why — not only at stop(); the
+    /// file keeps what was written.
+    @Test func aFullDiskFinishesTheRecordingAtOnceWithTheReason() throws {
+        let folder = temporaryPath("avrec-full-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
+        mount.arguments = ["-t", "tmpfs", "-o", "size=256k", "tmpfs", folder]
+        try mount.run()
+        mount.waitUntilExit()
+        try #require(mount.terminationStatus == 0, "mounting a small tmpfs (root) to fill it")
+        defer {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = [folder]
+            try? umount.run()
+            umount.waitUntilExit()
+        }
+        let chain = try Chain([MuteGateUnit()], channels: 2)
+        let recorder = try AudioRecorder(path: folder + "/take.wav", graph: chain.graph, node: chain.nodes[0], element: 0)
+        let finished = Atomic<Int>(0)
+        recorder.onFinish = { ok in finished.add(ok ? 1 : 100, ordering: .relaxed) }
+        #expect(recorder.record())
+        // 2 s of stereo float: 768 kB, three times what the file system holds.
+        for _ in 0..<8 {
+            _ = try chain.render([noise(frames: 12_000, seed: 7), noise(frames: 12_000, seed: 8)])
+            if finished.load(ordering: .relaxed) != 0 { break }
+            usleep(20_000)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while finished.load(ordering: .relaxed) == 0 && Date() < deadline { usleep(10_000) }
+        #expect(finished.load(ordering: .relaxed) == 100, "onFinish(false) from the writer, before stop()")
+        #expect(!recorder.isRecording)
+        guard case .writeFailed(_, let reason)? = recorder.lastError else { Issue.record("lastError: \(String(describing: recorder.lastError))"); return }
+        #expect(reason.contains("No space left") || reason.contains("disk full"), "\(reason)")
+        recorder.stop()
+        #expect(finished.load(ordering: .relaxed) == 100, "stop() calls nothing more")
+        let file = try #require(readAudioFile(folder + "/take.wav"), "the file keeps what was written")
+        #expect(file.info.frames > 0 && UInt64(file.info.frames) == UInt64((recorder.currentTime * 48_000).rounded()), "\(file.info.frames) frames in the file, currentTime \(recorder.currentTime) s")
     }
 }

@@ -40,26 +40,11 @@ struct PlayerGraph {
     func render(_ frames: Int) throws -> [[Float]] { try renderBuffered(renderer, player, frames: frames) }
 }
 
-/// Renders `frames` in slices of 256, each once `player`'s disk thread has buffered it (or the
-/// whole file is in the ring; a stopped player is not waited for), so comparisons are about
-/// the data, not the disk's speed.
+/// Renders `frames` in slices of 256 through the offline renderer, which waits before each
+/// slice for `player`'s disk thread to have read it (``OfflineRenderer/waitsForFilePlayers``):
+/// the comparisons are about the data, not the disk's speed.
 func renderBuffered(_ renderer: OfflineRenderer, _ player: AudioFilePlayerUnit, frames: Int) throws -> [[Float]] {
-    var out: [[Float]] = Array(repeating: [], count: renderer.outputChannels)
-    let core = player.core
-    while out[0].count < frames {
-        let n = min(256, frames - out[0].count)
-        var waited = 0
-        // A seek is pending until the disk thread parks; only then can a slice flush the ring.
-        while core.diskParked.load(ordering: .acquiring) != core.seekRequest.load(ordering: .acquiring) && waited < 5_000 {
-            usleep(1000); waited += 1
-        }
-        while player.isPlaying && player.bufferedFrames < n && !core.endWritten.load(ordering: .acquiring) && waited < 5_000 {
-            usleep(1000); waited += 1
-        }
-        let slice = try renderer.render(input: [], frameCount: n)
-        for c in out.indices { out[c] += slice[c] }
-    }
-    return out
+    try renderer.render(input: [], frameCount: frames, sliceFrames: 256)
 }
 
 @Suite("File player through the offline renderer")
@@ -145,7 +130,8 @@ struct AudioFilePlayerTests {
         let p = try PlayerGraph()
         try p.player.open(path)
         try p.player.play()
-        let out = try p.renderer.render(input: [], frameCount: 240_000, sliceFrames: 256)  // no waiting
+        p.renderer.waitsForFilePlayers = false  // as a live device: no waiting for the disk
+        let out = try p.renderer.render(input: [], frameCount: 240_000, sliceFrames: 256)
         #expect(p.player.framesPlayed + p.player.underrunFrames == 240_000)
         let played = out[0].filter { $0 != 0 }
         #expect(played == Array(file[0][0..<played.count]), "the frames that played are the file's, in order")
