@@ -153,7 +153,7 @@ let player: AudioPlayer
 do {
     player = try AudioPlayer(contentsOf: path, graph: graph)
 } catch {
-    fail("cannot play \(path): \(error)")
+    fail("\(error)")
 }
 let played = Atomic<Int>(0)
 player.onFinish = { ok in played.store(ok ? 1 : -1, ordering: .releasing) }

@@ -1,5 +1,26 @@
 // Playback: AudioPlayer — the AVAudioPlayer analogue on a graph: a file player (rate with the pitch kept in its disk thread) and a one-input mixer for volume and pan.
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why an ``AudioPlayer`` could not be made.
+public enum AudioPlayerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file cannot be played: libsndfile's reason (unreadable, not audio, a directory), or
+    /// that it holds no frames.
+    case cannotOpen(path: String, reason: String)
+    /// The destination cannot be fed: ``AudioUnitError/nodeNotFound``, ``AudioUnitError/invalidElement``,
+    /// ``AudioUnitError/invalidConnection`` (the element is fed already: give several players
+    /// a ``MultichannelMixerUnit`` as their destination).
+    case audioUnit(AudioUnitError)
+
+    public var description: String {
+        switch self {
+        case .cannotOpen(let path, let reason): return "cannot play '\(path)': \(reason)"
+        case .audioUnit(let error): return "\(error)"
+        }
+    }
+}
 
 /// Plays a file into a graph the way `AVAudioPlayer` does, on an ``AudioFilePlayerUnit`` (its
 /// disk thread converts the rate and, with ``enableRate``, time-stretches) and a one-input
@@ -60,7 +81,7 @@ public final class AudioPlayer: @unchecked Sendable {
         get { end.finish.withLock { $0 } }
         set { end.finish.withLock { $0 = newValue } }
     }
-    /// The error of the last call or setter that refused, or nil.
+    /// The error of the last call or setter that refused; cleared by the next one that succeeds.
     public private(set) var lastError: AudioUnitError?
 
     /// The player's nodes once prepared: the file player and the mixer whose output feeds
@@ -89,26 +110,39 @@ public final class AudioPlayer: @unchecked Sendable {
     ///   - destination: the node fed; nil: the graph's ``IOUnit`` (element 0, the speaker).
     ///   - element: the destination's input element (for a ``MultichannelMixerUnit`` also its
     ///     next free one, which adds it).
-    /// - Throws: ``AudioUnitError/invalidFile`` (libsndfile cannot read it, or it holds no
-    ///   frames), ``AudioUnitError/nodeNotFound`` (no such node, or no IO node when
-    ///   `destination` is nil), ``AudioUnitError/invalidElement`` (no such input element),
+    /// - Throws: ``AudioPlayerError/cannotOpen(path:reason:)`` (libsndfile cannot read it, with
+    ///   its reason, or it holds no frames); ``AudioPlayerError/audioUnit(_:)`` with
+    ///   ``AudioUnitError/nodeNotFound`` (no such node, or no IO node when `destination` is
+    ///   nil), ``AudioUnitError/invalidElement`` (no such input element),
     ///   ``AudioUnitError/invalidConnection`` (the element is fed already). The graph is unchanged.
     public init(contentsOf path: String, graph: AudioGraph, destination: AUNode? = nil,
-                element: AudioUnitElement = IOUnit.outputElement) throws(AudioUnitError) {
-        guard let target = destination ?? graph.nodes.first(where: { (try? graph.nodeInfo($0)) is IOUnit }) else { throw .nodeNotFound }
-        let receiver = try graph.nodeInfo(target)
-        let count = receiver.elementCount(.input)
-        let grows = receiver.growsInputsByConnection && element == count
-        guard element < count || grows, !(receiver is IOUnit) || element == IOUnit.outputElement else { throw .invalidElement }
-        guard !graph.connections.contains(where: { $0.destinationNode == target && $0.destinationInputElement == element }) else {
-            throw .invalidConnection
+                element: AudioUnitElement = IOUnit.outputElement) throws(AudioPlayerError) {
+        do throws(AudioUnitError) {
+            guard let target = destination ?? graph.nodes.first(where: { (try? graph.nodeInfo($0)) is IOUnit }) else { throw .nodeNotFound }
+            let receiver = try graph.nodeInfo(target)
+            let count = receiver.elementCount(.input)
+            let grows = receiver.growsInputsByConnection && element == count
+            guard element < count || grows, !(receiver is IOUnit) || element == IOUnit.outputElement else { throw .invalidElement }
+            guard !graph.connections.contains(where: { $0.destinationNode == target && $0.destinationInputElement == element }) else {
+                throw .invalidConnection
+            }
+            format = grows ? try receiver.streamFormat(scope: .output, element: 0) : try receiver.streamFormat(scope: .input, element: element)
+            self.destination = target
+        } catch {
+            throw .audioUnit(error)
         }
-        format = grows ? try receiver.streamFormat(scope: .output, element: 0) : try receiver.streamFormat(scope: .input, element: element)
-        try unit.open(path)
-        guard let file = unit.fileFormat, file.frames > 0, file.sampleRate > 0 else { throw .invalidFile }
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw .cannotOpen(path: path, reason: "it is a directory")
+        }
+        do throws(AudioUnitError) { try unit.open(path) } catch {
+            throw .cannotOpen(path: path, reason: unit.openFailureReason ?? "\(error)")
+        }
+        guard let file = unit.fileFormat, file.frames > 0, file.sampleRate > 0 else {
+            throw .cannotOpen(path: path, reason: "it holds no audio frames")
+        }
         self.path = path
         self.graph = graph
-        self.destination = target
         destinationElement = element
         duration = Double(file.frames) / file.sampleRate
         numberOfChannels = file.channels
@@ -136,13 +170,14 @@ public final class AudioPlayer: @unchecked Sendable {
     /// format). Calling it again does nothing.
     @discardableResult
     public func prepareToPlay() -> Bool {
-        if nodes != nil { return true }
+        if nodes != nil { lastError = nil; return true }
         do throws(AudioUnitError) {
             try addNodes()
             try unit.prepareToPlay()  // the loop count is the unit's already (numberOfLoops sets it)
             // SAFETY (unowned(unsafe)): the handler runs on the unit's disk thread, which the
             // unit's deinit joins before its memory goes, so the unit outlives every call — even
             // one under way while the unit is being deinitialized (where `unowned` would trap).
+            lastError = nil
             unit.onEnd = { [unowned(unsafe) unit, end] in
                 // The last loop has played: back to the start, ready to play again.
                 unit.stop()
@@ -188,6 +223,7 @@ public final class AudioPlayer: @unchecked Sendable {
     public func play() -> Bool {
         guard prepareToPlay() else { return false }
         do throws(AudioUnitError) { try unit.play() } catch { lastError = error; return false }
+        lastError = nil
         return true
     }
 
@@ -200,6 +236,7 @@ public final class AudioPlayer: @unchecked Sendable {
         guard time.isFinite, time >= 0 else { lastError = .invalidPropertyValue; return false }
         guard prepareToPlay() else { return false }
         do throws(AudioUnitError) { try unit.play(atSampleTime: time * format.sampleRate) } catch { lastError = error; return false }
+        lastError = nil
         return true
     }
 
@@ -223,6 +260,7 @@ public final class AudioPlayer: @unchecked Sendable {
             guard newValue.isFinite, newValue >= 0, newValue <= duration else { lastError = .invalidPropertyValue; return }
             do throws(AudioUnitError) {
                 try unit.seek(toFrame: min(Int64((newValue * fileSampleRate).rounded()), unit.fileFormat?.frames ?? 0))
+                lastError = nil
             } catch { lastError = error }
         }
     }
@@ -248,6 +286,7 @@ public final class AudioPlayer: @unchecked Sendable {
         set {
             guard newValue.isFinite, (0...1).contains(newValue) else { lastError = .invalidParameter; return }
             volumeValue = newValue
+            lastError = nil
             if nodes != nil { try? mixer.setParameter(MultichannelMixerUnit.Parameter.volume, newValue, scope: .input, element: 0) }
         }
     }
@@ -275,6 +314,7 @@ public final class AudioPlayer: @unchecked Sendable {
         set {
             guard newValue.isFinite, (-1...1).contains(newValue) else { lastError = .invalidParameter; return }
             panValue = newValue
+            lastError = nil
             if nodes != nil { try? mixer.setParameter(MultichannelMixerUnit.Parameter.pan, newValue, scope: .input, element: 0) }
         }
     }
@@ -285,7 +325,7 @@ public final class AudioPlayer: @unchecked Sendable {
     public var rate: Float {
         get { unit.rate }
         set {
-            do throws(AudioUnitError) { try unit.setRate(newValue) } catch { lastError = error }
+            do throws(AudioUnitError) { try unit.setRate(newValue); lastError = nil } catch { lastError = error }
         }
     }
 

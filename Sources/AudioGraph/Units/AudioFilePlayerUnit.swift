@@ -42,6 +42,10 @@ public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
     private var file: OpaquePointer?
     private var disk: ConsumerThread?
 
+    /// Why the last ``open(_:)`` refused the file, in libsndfile's words ("File contains data in
+    /// an unknown format.", "No such file or directory"…); nil after one that succeeded.
+    public private(set) var openFailureReason: String?
+
     /// The open file's frame count, sample rate (Hz) and channel count; nil before ``open(_:)``.
     public private(set) var fileFormat: (frames: Int64, sampleRate: Double, channels: Int)?
     /// The output rate the disk thread converts to (Hz), fixed at the first ``prepareToPlay()``.
@@ -98,7 +102,11 @@ public final class AudioFilePlayerUnit: AudioUnit, @unchecked Sendable {
     /// - Thread: control thread.
     public func open(_ path: String) throws(AudioUnitError) {
         var info = SF_INFO()
-        guard let opened = sf_open(path, Int32(SFM_READ), &info) else { throw .invalidFile }
+        guard let opened = sf_open(path, Int32(SFM_READ), &info) else {
+            openFailureReason = String(cString: sf_strerror(nil))
+            throw .invalidFile
+        }
+        openFailureReason = nil
         stopDiskThread()
         core.playing.store(false, ordering: .releasing)
         // Take the ring away from the render thread before touching it.

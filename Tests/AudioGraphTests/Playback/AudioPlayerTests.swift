@@ -174,6 +174,8 @@ struct AudioPlayerTests {
         #expect(abs(rms(out[0][...]) - 0.5 * 0.5 / 2.0.squareRoot()) < 1e-3, "half volume on the left: \(rms(out[0][...]))")
         player.volume = 2
         #expect(player.lastError == .invalidParameter && player.volume == 0.5)
+        player.volume = 0.5
+        #expect(player.lastError == nil, "cleared by a setter that succeeds")
         player.pan = .nan
         #expect(player.pan == -1)
         player.rate = 2
@@ -220,20 +222,31 @@ struct AudioPlayerTests {
     @Test func badFilesNodesAndElementsAreTypedErrorsAndTheGraphIsUnchanged() throws {
         let rig = try PlayerRig()
         let before = rig.graph.nodeCount
-        #expect(throws: AudioUnitError.invalidFile) { try AudioPlayer(contentsOf: "/nonexistent.wav", graph: rig.graph) }
+        func reason(_ path: String, graph: AudioGraph? = nil) -> String? {
+            do { _ = try AudioPlayer(contentsOf: path, graph: graph ?? rig.graph); return nil } catch {
+                guard case .cannotOpen(_, let reason) = error else { return "\(error)" }
+                return reason
+            }
+        }
+        #expect(reason("/nonexistent.wav")?.contains("No such file") == true, "\(String(describing: reason("/nonexistent.wav")))")
+        #expect(reason("/tmp") == "it is a directory")
         let text = temporaryPath("avplay-text.wav")
         defer { unlink(text) }
         try "not audio".write(toFile: text, atomically: true, encoding: .utf8)
-        #expect(throws: AudioUnitError.invalidFile) { try AudioPlayer(contentsOf: text, graph: rig.graph) }
+        #expect(reason(text) == "Format not recognised.", "\(String(describing: reason(text)))")
+        let empty = temporaryPath("avplay-empty.wav")
+        defer { unlink(empty) }
+        writeWAV(empty, [[]], sampleRate: 48_000)
+        #expect(reason(empty) == "it holds no audio frames")
         let path = temporaryPath("avplay-ok.wav")
         defer { unlink(path) }
         writeWAV(path, [[0.25, 0.5]], sampleRate: 48_000)
-        #expect(throws: AudioUnitError.nodeNotFound) { try AudioPlayer(contentsOf: path, graph: rig.graph, destination: AUNode(rawValue: 99)) }
-        #expect(throws: AudioUnitError.invalidElement) { try AudioPlayer(contentsOf: path, graph: rig.graph, element: 1) }
-        #expect(throws: AudioUnitError.nodeNotFound) { try AudioPlayer(contentsOf: path, graph: AudioGraph()) }
+        #expect(throws: AudioPlayerError.audioUnit(.nodeNotFound)) { try AudioPlayer(contentsOf: path, graph: rig.graph, destination: AUNode(rawValue: 99)) }
+        #expect(throws: AudioPlayerError.audioUnit(.invalidElement)) { try AudioPlayer(contentsOf: path, graph: rig.graph, element: 1) }
+        #expect(throws: AudioPlayerError.audioUnit(.nodeNotFound)) { try AudioPlayer(contentsOf: path, graph: AudioGraph()) }
         let first = try AudioPlayer(contentsOf: path, graph: rig.graph)
         #expect(first.prepareToPlay())
-        #expect(throws: AudioUnitError.invalidConnection) { try AudioPlayer(contentsOf: path, graph: rig.graph) }
+        #expect(throws: AudioPlayerError.audioUnit(.invalidConnection)) { try AudioPlayer(contentsOf: path, graph: rig.graph) }
         first.removeFromGraph()
         #expect(rig.graph.nodeCount == before, "its nodes gone")
         // Not initialized: prepareToPlay refuses and adds nothing.
