@@ -83,13 +83,33 @@ let package = Package(
             path: "Sources/CSoundTouch",
             linkerSettings: [.linkedLibrary("stdc++")]
         ),
+        // webrtc-audio-processing 0.3 from Debian's libwebrtc-audio-processing-dev (BSD-3-Clause):
+        // WebRTC's echo canceller, noise suppressor, AGC and VAD for voice processing. C++, so
+        // Swift calls it through the C shim CWebRTCAudioProcessing; this module carries
+        // pkg-config's flags and the link.
+        .systemLibrary(
+            name: "CWebRTCAudioProcessingLibrary",
+            path: "Sources/CWebRTCAudioProcessingLibrary",
+            pkgConfig: "webrtc-audio-processing",
+            providers: [.apt(["libwebrtc-audio-processing-dev"])]
+        ),
+        // A C face on webrtc::AudioProcessing (create, configure, 10 ms frames, metrics, destroy).
+        .target(
+            name: "CWebRTCAudioProcessing",
+            dependencies: ["CWebRTCAudioProcessingLibrary"],
+            path: "Sources/CWebRTCAudioProcessing",
+            // pkg-config's Cflags also carry these two; SwiftPM drops -D flags from pkg-config
+            // (it warns "prohibited flag(s)"), so they are set here.
+            cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD")],
+            linkerSettings: [.linkedLibrary("stdc++")]
+        ),
         // The engine core: formats, units, graph, render plan, offline driver. No JACK client
         // here: from libjack it uses only jack_ringbuffer (the lock-free render → consumer FIFO
         // of taps and the file player); libsndfile reads and writes audio files; KissFFT
         // transforms.
         .target(
             name: "AudioGraph",
-            dependencies: ["CSampleRate", "CJack", "CSndFile", "CKissFFT", "CSoundTouch", "CEBUR128"],
+            dependencies: ["CSampleRate", "CJack", "CSndFile", "CKissFFT", "CSoundTouch", "CEBUR128", "CWebRTCAudioProcessing"],
             path: "Sources/AudioGraph"
         ),
         // The JACK driver: a client whose process callback pulls the graph.
