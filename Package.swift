@@ -200,7 +200,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AudioGraphJACKTests",
-            dependencies: ["AudioGraph", "AudioGraphJACK", "AudioGraphTestSupport", "CJack", "CSndFile", "CAllocCounter", "AudioGraphPlugins"],
+            dependencies: ["AudioGraph", "AudioGraphJACK", "AudioGraphTestSupport", "CJack", "CSndFile", "CAllocCounter", "AudioGraphPlugins", "ToolSupport"],
             path: "Tests/AudioGraphJACKTests"
         ),
         // lilv from Debian's liblilv-dev (ISC) and the LV2 headers (lv2-dev): finding and loading LV2 plugins.

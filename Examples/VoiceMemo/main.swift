@@ -28,9 +28,15 @@ import AudioGraphJACK
 import Foundation
 import Synchronization
 
-/// Prints `voice-memo: message` on stderr and exits.
+/// The file voice-memo made to check the path, until a recording starts in it: removed when the
+/// run fails before that, so a failed run leaves no empty file behind.
+/// SAFETY (`nonisolated(unsafe)`): set and read on the main thread only.
+nonisolated(unsafe) var madeButEmpty: String?
+
+/// Prints `voice-memo: message` on stderr, removes a file it made that holds nothing, and exits.
 func fail(_ message: String, status: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data("voice-memo: \(message)\n".utf8))
+    if let path = madeButEmpty { unlink(path) }
     exit(status)
 }
 
@@ -69,7 +75,11 @@ while let argument = arguments.popFirst() {
     case "--input": input = value(argument)
     case "--seconds": seconds = number(argument, 0.1...3600)
     case "--seek": seek = number(argument, 0...3600)
-    case "--loops": loops = Int(number(argument, -1...100))
+    case "--loops":
+        // A count of plays: 1.5 is not one (it was taken as 1).
+        let n = number(argument, -1...100)
+        guard n == n.rounded() else { fail("--loops takes a whole number -1…100, not '\(n)'", status: 2) }
+        loops = Int(n)
     case "--no-playback": playback = false
     case "--help":
         print("usage: voice-memo [--server NAME] [--name CLIENT] [--input PORT] [--seconds S] [--seek T] [--loops N] [--no-playback] FILE.opus")
@@ -85,9 +95,12 @@ while let argument = arguments.popFirst() {
 guard let path, path.hasSuffix(".opus") else { fail("name a .opus file to record to", status: 2) }
 guard seek < seconds else { fail("--seek \(seek) is past the recording's \(seconds) s", status: 2) }
 // A file that cannot be made is refused before anything joins JACK (the recorder makes it anew).
+// One made here is removed again if the run fails before recording into it.
+let existed = access(path, F_OK) == 0
 let probeDescriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
 guard probeDescriptor >= 0 else { fail("cannot create \(path): \(String(cString: strerror(errno)))", status: 2) }
 close(probeDescriptor)
+if !existed { madeButEmpty = path }
 
 // 2. The graph: the IO unit, its microphone recorded and its loudness measured.
 let graph = AudioGraph()
@@ -133,6 +146,7 @@ do {
     fail("\(error)")
 }
 guard recorder.record(forDuration: seconds) else { fail("\(recorder.lastError.map { "\($0)" } ?? "cannot record")") }
+madeButEmpty = nil   // recording: the file is the user's now, whatever happens next
 print("recording \(driver.inputPortNames[0]) to \(path) (Ogg Opus, 12000 Hz, mono, 64 kbit/s) for \(seconds) s")
 while finished.load(ordering: .acquiring) == 0 {
     usleep(250_000)

@@ -38,6 +38,7 @@ options:
   --quality Q         for .opus, .ogg and .mp3: 0 (smallest file) … 1 (best); default the
                       codec's (Opus: 6 + 250 × Q kbit/s per channel)
   --bit-rate BPS      for .opus: the target bit rate, all channels, 6000…256000 per channel
+                      (so 12000…512000 for 2 channels); instead of --quality, not with it
   --rate HZ           the file's sample rate, 1…768000, converted from the server's (default:
                       the server's; within 1/256…256 times it)
   --duration SECONDS  stop by itself once the file holds SECONDS × rate frames, exactly (the
@@ -58,14 +59,17 @@ time the server is back `gap: 2.41 s (115680 frames at 48000 Hz) missing after f
 the file`, and at the end `gaps: 1 interruption, 2.41 s in all, not in the file`. At the end,
 when not zero: `clipped: N sample(s) beyond ±1.0 written as full scale (int24)`, `dropped: N
 frame(s) the writer fell behind on (disk too slow), in G gap(s):` with one line per gap
-(`N frames at sample time T (file frame F)`), and `xruns: N reported by JACK during the recording, at sample time(s) T1, T2, …`.
+(`N frames at sample time T (file frame F)`), and `xruns: N reported by JACK during the
+recording, at sample time(s) T1, T2 (×2), …` (each time once, with how often JACK reported it).
+A write that fails while recording (disk full) is said at once, `writing FILE failed: …; the
+file holds the N frames written before the failure`, and the recording stops there.
 
 exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or the --duration, with the file complete; 1 when JACK
 fails (no server, server gone without --reconnect, a port that does not exist) or a write fails
-(disk full: the file keeps what was written); 2 for bad options, refused before JACK is joined: an unknown
+(disk full: said at once, the recording stops, the file keeps what was written); 2 for bad options, refused before JACK is joined: an unknown
 option, a second FILE, a name JACK cannot take, a FILE that cannot be created (an extension
 other than those above, a missing or read-only directory), a --format the type cannot hold,
-a --quality or --bit-rate out of range or for a type that takes none,
+a --quality or --bit-rate out of range or for a type that takes none, or both together,
 a bad --rate or --duration (a --rate too far from the server's is found once it is joined).
 """
 
@@ -94,6 +98,7 @@ var rate: Double?
 var duration: Double?
 var quality: Double?
 var bitRate: Int?
+var bitRateText: String?
 var path: String?
 var arguments = Arguments(tool: tool)
 while let argument = arguments.next() {
@@ -107,7 +112,7 @@ while let argument = arguments.next() {
         let text = arguments.value(for: argument)
         guard let q = Double(text), q >= 0, q <= 1 else { tool.fail("--quality takes 0 (smallest) … 1 (best), not '\(text)'", status: ExitStatus.usage) }
         quality = q
-    case "--bit-rate": bitRate = arguments.integer(for: argument, in: 6_000...(256_000 * 64))
+    case "--bit-rate": bitRateText = arguments.value(for: argument)   // checked per channel once --channels is known
     case "--duration":
         let text = arguments.value(for: argument)
         guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
@@ -122,6 +127,17 @@ while let argument = arguments.next() {
 }
 guard let path else { tool.fail("say which file to record to (see --help)", status: ExitStatus.usage) }
 ownServer.check(tool: tool)
+if let text = bitRateText {
+    // The range is per channel (the encoder's), so the total it allows depends on --channels.
+    let range = (6_000 * client.channels)...(256_000 * client.channels)
+    guard let bps = Int(text), range.contains(bps) else {
+        let total = client.channels == 1 ? "" : " (\(range.lowerBound)…\(range.upperBound) in all for \(client.channels) channels)"
+        tool.fail("--bit-rate takes 6000…256000 bit/s per channel\(total), not '\(text)'", status: ExitStatus.usage)
+    }
+    // libsndfile has one knob: a bit rate is turned into the compression level a quality sets.
+    if quality != nil { tool.fail("--bit-rate and --quality both set the Opus encoder's rate: give one (--bit-rate is for .opus only; --quality for .opus, .ogg and .mp3)", status: ExitStatus.usage) }
+    bitRate = bps
+}
 if client.routing.inputs.count > client.channels {
     tool.fail("\(client.routing.inputs.count) --input ports but only \(client.channels) channel\(client.channels == 1 ? "" : "s") (raise --channels)", status: ExitStatus.usage)
 }
@@ -178,7 +194,8 @@ var length = ""
 if let duration, let limit = recorder.settings.frameLimit { length = " for \(duration) s (\(limit) frames)" }
 let encoding = !settings.fileType.isCompressed ? settings.sampleFormat.rawValue
     : bitRate.map { "\($0) bit/s" } ?? quality.map { "quality \($0)" } ?? "the codec's default quality"
-if let note = recorder.rateNote { tool.complain("note: \(note)") }
+// The codec's rate, and where the audio really comes from: the server's rate, converted once.
+if let note = recorder.rateNote { tool.complain("note: \(note), converted from the server's \(driver.sampleRate) Hz") }
 tool.say("recording \(driver.clientName):in_1… to \(path) (\(settings.fileType.rawValue), \(encoding), \(fileRate) Hz)\(length)\(ownJACKServer.map { "; server '\($0.name)' started as a child jackd, driver \($0.driver)" } ?? "")")
 
 /// Every input channel's average and peak, and the frames in the file.
@@ -220,7 +237,18 @@ loop.onSampleRateFollowed = {
     unusableRate = "the server runs at \(driver.sampleRate) Hz now, which cannot be resampled to the file's \(fileRate) Hz (the ratio must be within 1/256…256); stopping with the \(recorder.framesWritten) frames the file holds"
 }
 loop.isDone = { recorder.isComplete || unusableRate != nil }
+// A write that failed (disk full) ends the run at once, status 1: the frame count would only
+// freeze while level lines go on. Looked at every turn (a lock and a load), so at the latest
+// when the next level line is due.
+var writeFailureSaid = false
+loop.failure = {
+    guard let message = writeFailureMessage(recorder) else { return nil }
+    writeFailureSaid = true
+    return message
+}
 loop.onWake = {
+    // Failed since the loop looked: no level line, round again at once to say it.
+    if recorder.writeError != nil { return 0 }
     if now() >= nextLevel {
         tool.say(levelLine())
         nextLevel += 1000
@@ -247,7 +275,7 @@ do throws(RecorderError) {
         tool.say("gaps: \(gaps.count) interruption\(gaps.count == 1 ? "" : "s"), \(total) s in all, not in the file")
     }
 } catch {
-    tool.complain("\(error)")
+    if !writeFailureSaid { tool.complain(writeFailureMessage(recorder) ?? "\(error)") }
     status = ExitStatus.failure
 }
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }

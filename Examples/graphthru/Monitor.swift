@@ -2,6 +2,7 @@
 import AudioGraph
 import AudioGraphJACK
 import AudioGraphPlugins
+import ToolSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -248,12 +249,16 @@ final class Monitor {
                                 settings: try RecordingSettings.forPath(path, sampleFormat: format))
     }
 
-    /// A write failure of the recording (disk full), the first time it is asked after it
-    /// happened; nil before and after. Audio keeps flowing; later frames count as dropped.
-    func newRecordingFailure() -> RecorderError? {
-        guard let recorder, !recordingFailureShown, let failure = recorder.writeError else { return nil }
+    /// A write failure of the recording (disk full), said the first time it is asked after it
+    /// happened — the file, libsndfile's reason, the frames the file holds — with the recording
+    /// stopped there (its file closed); nil before and after. Audio keeps flowing to the outputs.
+    /// - Thread: the main (control) thread; stopping waits for the recorder's writer.
+    func newRecordingFailure() -> String? {
+        guard let recorder, !recordingFailureShown, recorder.writeError != nil else { return nil }
         recordingFailureShown = true
-        return failure
+        // Its error is the one just seen; the count is final once the writer has closed the file.
+        try? recorder.stop()
+        return writeFailureMessage(recorder)
     }
 
     /// Whether a recording failure was already said (so stopping need not say it again).

@@ -47,9 +47,10 @@ options:
   --dump              print the graph (nodes, formats, connections, conversions, state) once
                       it runs, like CAShow; the `dump` command prints it again
   --record FILE       record what goes to the outputs to FILE (.wav, .flac, .opus, .ogg, .mp3); at exit it prints
-                      "recorded N frames to FILE (D dropped)", and a write that fails while
-                      running (disk full) is reported at once while monitoring goes on (the
-                      exit status is then 1)
+                      "recorded N frames to FILE (D dropped)"; a write that fails while
+                      running (disk full) is reported at once and stops the recording (the
+                      file keeps what was written) while monitoring goes on (the exit status
+                      is then 1)
   --record-format F   int16, int24 or float32 (default: float32 for WAV, int24 for FLAC)
   --help              show this help
 

@@ -108,7 +108,7 @@ loop.onSampleRateFollowed = {
 }
 loop.onWake = {
     if let failure = monitor.newRecordingFailure() {
-        view.complain("\(failure); monitoring goes on, frames from here on are counted as dropped")
+        view.complain("\(failure); the recording stopped there, monitoring goes on")
     }
     view.refresh()
     if commands.interactive { commands.enterKeyModeIfForeground() }
@@ -123,9 +123,10 @@ var status = loop.run()
 commands.leaveKeyMode()
 if let recorder = monitor.recorder {
     do throws(RecorderError) { try recorder.stop() } catch {
-        if !monitor.recordingFailureWasShown { view.complain("\(error)") }
-        status = ExitStatus.failure
+        if !monitor.recordingFailureWasShown { view.complain(writeFailureMessage(recorder) ?? "\(error)") }
     }
+    // Stopped already when the failure was said (a second stop throws nothing): the error decides.
+    if recorder.writeError != nil { status = ExitStatus.failure }
 }
 view.closeStatusArea()
 if let recorder = monitor.recorder {

@@ -65,10 +65,33 @@ extension Tool {
     }
 }
 
+/// What a tool says when `recorder`'s writes failed (a full disk, a file-size limit): the file,
+/// libsndfile's reason, and the frames the file holds — written before the failure, none after
+/// it. Nil while writing goes well.
+/// Thread: any (reads the recorder's counters).
+public func writeFailureMessage(_ recorder: Recorder) -> String? {
+    guard let failure = recorder.writeError else { return nil }
+    guard case .writeFailed(let path, let reason) = failure else { return "\(failure)" }
+    return "writing \(path) failed: \(reason) (libsndfile); the file holds the \(recorder.framesWritten) frames written before the failure"
+}
+
+/// Xrun sample times as a tool prints them: each time once, in the order first reported, with
+/// how often it was reported when more than once — `146432 (×2), 150528` — since jack2 may
+/// report one xrun more than once at the same graph time.
+/// Thread: any.
+public func xrunTimesText<Times: Sequence<UInt64>>(_ times: Times) -> String {
+    var counted: [(time: UInt64, count: Int)] = []
+    for time in times {
+        if let i = counted.firstIndex(where: { $0.time == time }) { counted[i].count += 1 } else { counted.append((time, 1)) }
+    }
+    return counted.map { $0.count == 1 ? "\($0.time)" : "\($0.time) (×\($0.count))" }.joined(separator: ", ")
+}
+
 /// The lines a tool prints at exit about what a recording lost or changed, none when nothing
 /// was: samples clipped by an integer format, each gap the ring's overflow left (a stalled
 /// disk) with its graph sample time and file frame, and the JACK xruns of the run with the
-/// graph sample times of the first 16 (`xrunTimes`: `JACKDriver.xrunSampleTimes`). `prefix`
+/// graph sample times of the first 16 (`xrunTimes`: `JACKDriver.xrunSampleTimes`), each time
+/// once with how often it was reported (`146432 (×2)`: jack2 may report one xrun twice). `prefix`
 /// starts each line ("graphthru: " or "").
 /// Thread: control thread, after ``Recorder/stop()``.
 public func recordingReport(_ recorder: Recorder, xruns: UInt64, xrunTimes: [UInt64] = [], prefix: String = "") -> [String] {
@@ -83,7 +106,7 @@ public func recordingReport(_ recorder: Recorder, xruns: UInt64, xrunTimes: [UIn
         for gap in gaps { lines.append("\(prefix)  \(gap)") }
     }
     if xruns > 0 {
-        let shown = xrunTimes.prefix(16).map { "\($0)" }.joined(separator: ", ")
+        let shown = xrunTimesText(xrunTimes.prefix(16))
         let more = xruns > UInt64(min(xrunTimes.count, 16)) ? ", …" : ""
         lines.append("\(prefix)xruns: \(xruns) reported by JACK during the recording, at sample time(s) \(shown)\(more)")
     }

@@ -120,6 +120,18 @@ extension JACKIntegration {
             #expect(best >= 20, "speech through Opus 64 kbit/s: SNR \(best) dB")
         }
 
+        /// A rate Opus does not take is recorded at its next one, and the note says the rate
+        /// asked and the server's, which the audio is converted from.
+        @Test func anOpusRateItDoesNotTakeIsSaidWithTheRateAskedAndTheServers() throws {
+            let path = "/tmp/ag-grec-opusrate-\(getpid()).opus"
+            defer { unlink(path) }
+            let tool = try ToolProcess("graphrecord", ["--name", "grec-opusrate-\(getpid())", "--channels", "1", "--rate", "11025",
+                                                       "--duration", "0.2", path], server: server)
+            #expect(tool.waitForExit() == 0, "\(tool.stderr)")
+            #expect(tool.stderr == "graphrecord: note: Opus takes 8000, 12000, 16000, 24000 or 48000 Hz: recording at 12000 Hz (asked 11025 Hz), converted from the server's 48000 Hz\n", "\(tool.stderr)")
+            #expect(readAudioFile(path)?.info.samplerate == 12_000)
+        }
+
         /// --duration stops by itself with exactly SECONDS × rate frames in the file, at the
         /// server's rate or at --rate's.
         @Test(arguments: [(["--duration", "0.75"], 36_000, 48_000), (["--duration", "0.5", "--rate", "16000", "--format", "int16"], 8_000, 16_000)])
@@ -133,6 +145,28 @@ extension JACKIntegration {
             #expect(tool.stdout.contains("(\(frames) frames)") && tool.stdout.contains("recorded \(frames) frames to \(path) (0 dropped)"), "\(tool.stdout)")
         }
 
+        /// A disk that fills up while recording (a 256 KiB tmpfs: under 1.5 s of float32
+        /// mono) is said at once, with the frames the file holds, and ends the run by itself
+        /// with status 1 — no signal is sent; before, the count froze while level lines went on
+        /// until the user stopped it. The file reads back with exactly the frames said.
+        @Test(.enabled(if: TinyDisk.canMount, "mounts a tmpfs: run as root"))
+        func aFullDiskIsSaidAtOnceAndEndsTheRecordingWithStatusOne() throws {
+            let disk = try TinyDisk(kibibytes: 256)
+            defer { disk.remove() }
+            let path = disk.path + "/full.wav"
+            let tool = try ToolProcess("graphrecord", ["--name", "grec-full-\(getpid())", "--channels", "1", "--input", "system:capture_1", path], server: server)
+            #expect(tool.waitForExit(timeout: 10) == 1, "it stops by itself: \(tool.stdout) \(tool.stderr)")
+            if tool.process.isRunning { kill(tool.process.processIdentifier, SIGKILL); _ = tool.waitForExit() }
+            let errors = tool.stderr.split(separator: "\n")
+            #expect(errors.count == 1 && errors[0].hasPrefix("graphrecord: writing \(path) failed: ") && errors[0].contains("No space left on device")
+                    && errors[0].hasSuffix(" frames written before the failure"), "said once: \(tool.stderr)")
+            let holds = "(libsndfile); the file holds the "
+            let said = errors.first?.firstRange(of: holds).flatMap { Int64(errors[0][$0.upperBound...].prefix { $0.isNumber }) }
+            let file = try #require(readAudioFile(path), "the file is closed with a valid header")
+            #expect(said == file.info.frames && file.info.frames > 0, "said \(said ?? -1), the file holds \(file.info.frames)")
+            #expect(!tool.stdout.contains("recorded "), "no success line: \(tool.stdout)")
+        }
+
         /// Bad options: status 2 and one line saying what is wrong, before JACK is joined (the
         /// server named does not exist, so joining would have failed with status 1), and no
         /// file is left behind.
@@ -140,6 +174,9 @@ extension JACKIntegration {
             (["/tmp/ag-grec-bad.m4a"], "cannot tell the file type from \"/tmp/ag-grec-bad.m4a\": use .wav, .flac, .opus, .ogg or .mp3 (AAC/.m4a is not available"),
             (["--quality", "0.5", "/tmp/ag-grec-bad.wav"], "wav is lossless: --quality and --bit-rate are for .opus, .ogg and .mp3"),
             (["--bit-rate", "64000", "/tmp/ag-grec-bad.ogg"], "--bit-rate is for Opus; vorbis takes --quality"),
+            (["--bit-rate", "64000", "--quality", "0.5", "/tmp/ag-grec-bad.opus"], "--bit-rate and --quality both set the Opus encoder's rate: give one (--bit-rate is for .opus only; --quality for .opus, .ogg and .mp3)"),
+            (["--bit-rate", "100", "/tmp/ag-grec-bad.opus"], "--bit-rate takes 6000…256000 bit/s per channel (12000…512000 in all for 2 channels), not '100'"),
+            (["--channels", "1", "--bit-rate", "300000", "/tmp/ag-grec-bad.opus"], "--bit-rate takes 6000…256000 bit/s per channel, not '300000'"),
             (["--quality", "2", "/tmp/ag-grec-bad.opus"], "--quality takes 0 (smallest) … 1 (best), not '2'"),
             (["--format", "int16", "/tmp/ag-grec-bad.opus"], "opus is compressed: it takes a quality, not a sample format (int16)"),
             (["--rate", "0", "/tmp/ag-grec-bad.wav"], "--rate must be a whole number 1…768000, not '0'"),

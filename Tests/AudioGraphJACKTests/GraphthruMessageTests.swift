@@ -56,7 +56,7 @@ extension JACKIntegration {
             #expect(after.last?.hasPrefix("graphthru: stopped") == true, "\(after)")
         }
 
-        @Test func aRecordingWriteFailureIsShownAndKeptAndQuitThenExitsOneAsTheREADMESays() throws {
+        @Test func aRecordingWriteFailureIsShownAndKeptStopsTheRecordingAndQuitThenExitsOneAsTheREADMESays() throws {
             // A real write failure: a file-size limit of 100 KiB (RLIMIT_FSIZE, `ulimit -f`) ends the
             // float32 stereo recording after about a quarter of a second of audio; write(2) fails
             // with EFBIG as it would with ENOSPC on a full disk. graphthru ignores SIGXFSZ itself:
@@ -65,18 +65,18 @@ extension JACKIntegration {
             let name = "gt-recfail"
             let path = "/tmp/gt-recfail-\(getpid()).wav"
             defer { unlink(path) }
-            let command = "stty cols 200 rows 30 && ulimit -f 100 && exec env --default-signal=XFSZ '\(ToolProcess.binary.path)' --name \(name) --no-autoconnect --record '\(path)'"
+            let command = "stty cols 300 rows 30 && ulimit -f 100 && exec env --default-signal=XFSZ '\(ToolProcess.binary.path)' --name \(name) --no-autoconnect --record '\(path)'"
             let tool = try TerminalProcess(["/bin/bash", "-c", command], server: server)
             let failure = "graphthru: writing \(path) failed: "
             #expect(tool.waitFor(failure), "screen: \(shown(tool.output))")
             #expect(waitUntil { redrawsSince(failure, in: tool.output) >= 5 }, "screen: \(shown(tool.output))")
-            var terminal = VirtualTerminal(rows: 30, columns: 200)
+            var terminal = VirtualTerminal(rows: 30, columns: 300)
             terminal.feed(tool.output)
             #expect(terminal.frames.filter { $0.contains { $0.hasPrefix(failure) } }.count >= 5, "the failure stays in the status area")
             tool.type("q")
             // README: 1 after a recording lost audio to a failed write, however the run ended.
             #expect(tool.waitForExit() == 1, "screen: \(shown(tool.output))")
-            var final = VirtualTerminal(rows: 30, columns: 200)
+            var final = VirtualTerminal(rows: 30, columns: 300)
             final.feed(tool.output)
             let lines = final.lines
             #expect(lines.filter { $0.hasPrefix("graphthru · client") }.count == 1, "one header, no copies: \(lines)")
@@ -85,6 +85,14 @@ extension JACKIntegration {
             #expect(after.contains(failure) && after.contains("File too large"), "the failure in the scrollback: \(after)")
             #expect(after.contains("(libsndfile)"), "libsndfile's reason: \(after)")
             #expect(after.contains("; incomplete: writing failed (see above), so the exit status is 1"), "\(after)")
+            // The recording stopped at the failure (the terminal is wide enough for its one line): the frames it says the file holds are those
+            // recorded at exit, and those the file reads back with.
+            let said = try #require(after.firstRange(of: "; the file holds the ").map { Int(after[$0.upperBound...].prefix { $0.isNumber }) ?? -1 },
+                                    "the frames the file holds: \(after)")
+            #expect(after.contains(" frames written before the failure; the recording stopped there, monitoring goes on"), "\(after)")
+            #expect(after.contains("graphthru: recorded \(said) frames to \(path) "), "the same count at exit: \(after)")
+            let file = try #require(readAudioFile(path))
+            #expect(Int(file.info.frames) == said, "the file holds \(file.info.frames) frames, \(said) said")
         }
 
         @Test func theServerShuttingDownIsSaidBelowTheStatusAreaAndExitsOne() throws {

@@ -124,13 +124,25 @@ extension JACKIntegration {
             for (arguments, message) in [(["/nonexistent-dir/memo.opus"], "cannot create /nonexistent-dir/memo.opus"),
                                          (["memo.wav"], "name a .opus file"),
                                          (["--seconds", "0", "memo.opus"], "--seconds takes a number"),
-                                         (["--seconds", "2", "--seek", "3", "memo.opus"], "past the recording")] {
+                                         (["--seconds", "2", "--seek", "3", "memo.opus"], "past the recording"),
+                                         (["--loops", "1.5", "memo.opus"], "--loops takes a whole number -1…100, not '1.5'")] {
                 let tool = try ToolProcess("voice-memo", ["--name", "vm-bad-\(getpid())"] + arguments, server: server)
                 #expect(tool.waitForExit() == 2, "\(arguments): \(tool.stderr)")
                 #expect(tool.stderr.contains(message), "\(arguments): \(tool.stderr)")
             }
             let clients = try run("/usr/bin/jack_lsp", [], server: server)
             #expect(!clients.contains("vm-bad-"), "no client joined: \(clients)")
+            // No server: status 1, and the file it made to check the path is gone again (one
+            // that was there before is left as it was).
+            let path = "/tmp/ag-vm-noserver-\(getpid()).opus"
+            defer { unlink(path) }
+            let noServer = try ToolProcess("voice-memo", ["--name", "vm-nosrv-\(getpid())", "--server", "nosuch-\(getpid())", path], server: server)
+            #expect(noServer.waitForExit() == 1, "\(noServer.stderr)")
+            #expect(access(path, F_OK) != 0, "the empty file it made is removed: \(noServer.stderr)")
+            let kept = FileManager.default.createFile(atPath: path, contents: Data("mine".utf8))
+            let again = try ToolProcess("voice-memo", ["--name", "vm-nosrv-\(getpid())", "--server", "nosuch-\(getpid())", path], server: server)
+            #expect(kept && again.waitForExit() == 1, "\(again.stderr)")
+            #expect(FileManager.default.contents(atPath: path) == Data("mine".utf8), "a file that was there is left alone")
         }
 
         @Test func speechRecorderRefusesABadFileBeforeJoiningJACK() throws {

@@ -117,13 +117,14 @@ public struct RecordingSettings: Sendable, Equatable {
 
     /// The rate the file is written at for a requested `rate`: the same, except for Opus or MP3
     /// at a rate the codec does not encode (its next rate above, 48000 past them all); and the
-    /// sentence that says so, nil when nothing changed.
+    /// sentence that says so, nil when nothing changed. The sentence names the rate asked, not
+    /// where the audio comes from (the element's rate, which a tool can add).
     public func fileRate(for rate: Double) -> (rate: Double, note: String?) {
         guard let rates = fileType.rates, !rates.contains(rate) else { return (rate, nil) }
         let chosen = rates.first { $0 >= rate } ?? 48_000
         let name = fileType == .opus ? "Opus" : "MP3"
         let list = rates.map { String(Int($0)) }
-        return (chosen, "\(name) encodes at \(list.dropLast().joined(separator: ", ")) or \(list.last!) Hz: recording at \(Int(chosen)) Hz, converted from \(Int(rate)) Hz")
+        return (chosen, "\(name) takes \(list.dropLast().joined(separator: ", ")) or \(list.last!) Hz: recording at \(Int(chosen)) Hz (asked \(Int(rate)) Hz)")
     }
 
     /// Settings for a path: the container from its extension (`.wav`, `.wave`, `.flac`,

@@ -71,7 +71,7 @@ struct CompressedRecordingTests {
     @Test func opusAtARateItCannotTakeRecordsAtTheNextAndSaysSo() throws {
         let (file, _, recorder) = try CompressedRecordingTests.record(RecordingSettings(fileType: .opus, sampleRate: 44_100, channels: 1), name: "rate.opus")
         #expect(file.info.samplerate == 48_000 && recorder.settings.sampleRate == 48_000)
-        #expect(recorder.rateNote == "Opus encodes at 8000, 12000, 16000, 24000 or 48000 Hz: recording at 48000 Hz, converted from 44100 Hz")
+        #expect(recorder.rateNote == "Opus takes 8000, 12000, 16000, 24000 or 48000 Hz: recording at 48000 Hz (asked 44100 Hz)")
     }
 
     @Test func compressedSettingsAreCheckedAtTheCall() throws {
@@ -86,7 +86,7 @@ struct CompressedRecordingTests {
         var tooFast = RecordingSettings(fileType: .opus, channels: 1)
         tooFast.bitRate = 500_000
         #expect(throws: RecorderError.self) { try tooFast.check(sampleRate: 48_000, channels: 1) }
-        #expect(RecordingSettings(fileType: .mp3).fileRate(for: 96_000) == (48_000, "MP3 encodes at 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100 or 48000 Hz: recording at 48000 Hz, converted from 96000 Hz"))
+        #expect(RecordingSettings(fileType: .mp3).fileRate(for: 96_000) == (48_000, "MP3 takes 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100 or 48000 Hz: recording at 48000 Hz (asked 96000 Hz)"))
         #expect(RecordingSettings(fileType: .vorbis).fileRate(for: 96_000).note == nil)
     }
 }
