@@ -130,22 +130,9 @@ struct AudioRecorderTests {
     /// the writer, isRecording turns false and lastError says why — not only at stop(); the
     /// file keeps what was written.
     @Test func aFullDiskFinishesTheRecordingAtOnceWithTheReason() throws {
-        let folder = temporaryPath("avrec-full-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-        mount.arguments = ["-t", "tmpfs", "-o", "size=256k", "tmpfs", folder]
-        try mount.run()
-        mount.waitUntilExit()
-        try #require(mount.terminationStatus == 0, "mounting a small tmpfs (root) to fill it")
-        defer {
-            let umount = Process()
-            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = [folder]
-            try? umount.run()
-            umount.waitUntilExit()
-        }
+        let disk = try TinyDisk(kibibytes: 256)
+        defer { disk.remove() }
+        let folder = disk.path
         let chain = try Chain([MuteGateUnit()], channels: 2)
         let recorder = try AudioRecorder(path: folder + "/take.wav", graph: chain.graph, node: chain.nodes[0], element: 0)
         let finished = Atomic<Int>(0)
