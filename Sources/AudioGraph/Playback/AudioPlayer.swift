@@ -173,11 +173,16 @@ public final class AudioPlayer: @unchecked Sendable {
         if nodes != nil { lastError = nil; return true }
         do throws(AudioUnitError) {
             try addNodes()
-            try unit.prepareToPlay()  // the loop count is the unit's already (numberOfLoops sets it)
+            do throws(AudioUnitError) {
+                try unit.prepareToPlay()  // the loop count is the unit's already (numberOfLoops sets it)
+            } catch {
+                removeFromGraph()  // as it was: no nodes left behind
+                throw error
+            }
+            lastError = nil
             // SAFETY (unowned(unsafe)): the handler runs on the unit's disk thread, which the
             // unit's deinit joins before its memory goes, so the unit outlives every call — even
             // one under way while the unit is being deinitialized (where `unowned` would trap).
-            lastError = nil
             unit.onEnd = { [unowned(unsafe) unit, end] in
                 // The last loop has played: back to the start, ready to play again.
                 unit.stop()
@@ -304,6 +309,7 @@ public final class AudioPlayer: @unchecked Sendable {
             try mixer.scheduleParameter(AudioUnitParameterEvent(id: MultichannelMixerUnit.Parameter.volume, scope: .input, element: 0,
                                                                 bufferOffset: 0, .linearRamp(from: nil, to: volume, durationFrames: frames)))
             volumeValue = volume
+            lastError = nil
         } catch { lastError = error }
     }
 
