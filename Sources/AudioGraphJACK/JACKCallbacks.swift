@@ -18,6 +18,9 @@ final class JACKRenderState: @unchecked Sendable {
     /// How many of the first input and output ports the latency callback reads (the rest are
     /// set, not read): ``JACKDriver/Options/latencyPorts``.
     let latencyInputCount: Int
+    /// The graph's voice-processing IO unit, if it has one: the latency callback gives it the
+    /// capture and playback latencies (its echo canceller's delay hint). Set before activation.
+    var voiceIO: VoiceProcessingIOUnit?
     let latencyOutputCount: Int
     let inputPorts: UnsafeMutablePointer<OpaquePointer?>
     let outputPorts: UnsafeMutablePointer<OpaquePointer?>
@@ -252,6 +255,10 @@ func audiographJACKLatency(_ mode: jack_latency_callback_mode_t, _ arg: UnsafeMu
         var r = jack_latency_range_t()
         jack_port_get_latency_range(from[i], mode, &r)
         if first { range = r; first = false } else { range.min = min(range.min, r.min); range.max = max(range.max, r.max) }
+    }
+    // The device side's own latency (before the graph's is added) is the echo path's.
+    if let voice = s.voiceIO {
+        if capture { voice.setDeviceLatency(captureFrames: Int(range.max)) } else { voice.setDeviceLatency(playbackFrames: Int(range.max)) }
     }
     let extra = jack_nframes_t(s.graph.latencyFrames)
     range.min += extra

@@ -128,6 +128,11 @@ public final class JACKDriver: @unchecked Sendable {
 
         let state = JACKRenderState(graph: graph.renderContext, inputCount: options.inputChannels, outputCount: options.outputChannels,
                                     latencyPorts: options.latencyPorts)
+        if let voice = io as? VoiceProcessingIOUnit {
+            // Its latency is set for the server's period; the latency callback gives it the echo path.
+            voice.expectedSliceFrames = Int(jack_get_buffer_size(client))
+            state.voiceIO = voice
+        }
         let (inputNames, outputNames) = try JACKDriver.prepare(client, named: actualName, state: state)
 
         self.graph = graph

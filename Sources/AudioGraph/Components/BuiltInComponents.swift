@@ -14,7 +14,7 @@ extension AudioComponentRegistry {
     }
 
     /// The engine's own units. Apple's codes (manufacturer `appl`) where the unit stands in for
-    /// Apple's: `auou/rioc` RemoteIO, `aumx/mcmx` multichannel mixer, `aufx/lpas` low-pass,
+    /// Apple's: `auou/rioc` RemoteIO, `auou/vpio` VoiceProcessingIO, `aumx/mcmx` multichannel mixer, `aufx/lpas` low-pass,
     /// `augn/afpl` file player, `aufc/splt` splitter, `aufc/merg` merger, `aufx/dcmp` dynamics
     /// processor, `aufx/lmtr` peak limiter, `aufx/hpas` high-pass, `aufx/bpas` band-pass,
     /// `aufx/lshf` and `aufx/hshf` shelves, `aufx/pmeq` parametric EQ, `aufx/nbeq` N-band EQ,
@@ -27,6 +27,7 @@ extension AudioComponentRegistry {
     public static let builtIns: [AudioComponent] = {
         [
             builtIn("auou", "rioc", "appl", "Apple: AURemoteIO") { IOUnit() },
+            builtIn("auou", "vpio", "appl", "Apple: AUVoiceProcessor") { VoiceProcessingIOUnit() },
             builtIn("aumx", "mcmx", "appl", "Apple: AUMultiChannelMixer") { MultichannelMixerUnit(inputs: 1) },
             builtIn("aufx", "lpas", "appl", "Apple: AULowpass") { LowPassFilterUnit() },
             builtIn("augn", "afpl", "appl", "Apple: AUAudioFilePlayer") { AudioFilePlayerUnit() },

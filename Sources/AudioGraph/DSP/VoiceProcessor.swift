@@ -285,6 +285,38 @@ public final class VoiceProcessor {
         }
     }
 
+    /// Processes exactly one 10 ms frame in place, with no gathering and no added delay: the
+    /// voice-processing IO unit's worker gathers the frames itself (``VoiceIOEngine``).
+    /// - Parameters:
+    ///   - microphone: `[microphoneChannels]` pointers to ``framesPerChunk`` frames each,
+    ///     replaced by the processed frame (``libraryDelayFrames`` late, the library's own delay).
+    ///   - farEnd: `[farEndChannels]` pointers to ``framesPerChunk`` frames each: what went to
+    ///     the speaker over the same frames.
+    /// - Thread: one thread at a time; no allocation of its own.
+    func processFrame(microphone: UnsafePointer<UnsafeMutablePointer<Float>>,
+                      farEnd: UnsafePointer<UnsafeMutablePointer<Float>>) {
+        let chunk = framesPerChunk
+        for c in 0..<microphoneChannels { (micIn + c * chunk).update(from: microphone[c], count: chunk) }
+        for c in 0..<farEndChannels { (far + c * chunk).update(from: farEnd[c], count: chunk) }
+        processChunk()
+        for c in 0..<microphoneChannels { microphone[c].update(from: micOut + c * chunk, count: chunk) }
+    }
+
+    /// Applies `newConfiguration` whose library delay the caller measured already (on a control
+    /// thread, with ``measureLibraryDelay(sampleRate:configuration:maximumLag:)``). Does not
+    /// allocate once every component has been enabled once (the library keeps its state).
+    /// Returns false, with the configuration as it was, when the library refuses.
+    /// - Thread: the thread that processes.
+    func apply(_ newConfiguration: Configuration, libraryDelay: Int) -> Bool {
+        if apply(newConfiguration) != 0 {
+            _ = apply(configuration)
+            return false
+        }
+        configuration = newConfiguration
+        libraryDelayFrames = libraryDelay
+        return true
+    }
+
     /// The library's figures after the last 10 ms frame.
     /// - Thread: the thread that processes; the level estimator is off, so no state is reset.
     public func metrics() -> Metrics {

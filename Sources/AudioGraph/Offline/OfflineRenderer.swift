@@ -42,6 +42,8 @@ public final class OfflineRenderer {
         guard let io = graph.ioUnit else { throw .outputNodeErr }
         guard inputChannels >= 1, outputChannels >= 1, inputChannels <= 64, outputChannels <= 64 else { throw .formatNotSupported }
         try io.configureDevice(inputChannels: UInt32(inputChannels), outputChannels: UInt32(outputChannels), sampleRate: sampleRate)
+        // Voice processing runs on the render thread here: deterministic, nothing to keep up with.
+        (io as? VoiceProcessingIOUnit)?.rendersOffline = true
         self.graph = graph
         self.inputChannels = inputChannels
         self.outputChannels = outputChannels

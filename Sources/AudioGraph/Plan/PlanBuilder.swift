@@ -257,6 +257,8 @@ struct PlanBuilder {
         var raw: UnsafeMutablePointer<UnsafeMutableRawPointer>?
         /// `[channel]` buffers a device channel is copied into when it holds NaN or ±Inf.
         var clean: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+        /// The voice-processing engine the device input goes through first, if any.
+        var voice: VoiceIOEngine? = nil
     }
 
     private mutating func planDeviceInput() throws(AudioUnitError) -> DeviceInput {
@@ -276,6 +278,13 @@ struct PlanBuilder {
             latencyOut[ioNode] = storage.latency
         } else {
             latencyOut[ioNode] = 0
+        }
+        if let voiceIO = io as? VoiceProcessingIOUnit {
+            // Voice processing first, at the device's rate and channels: element 1 lags by its latency.
+            let engine = try voiceIO.prepareEngine(sampleRate: rate, maximumFramesPerSlice: maxFrames)
+            resources.retained.append(engine)
+            result.voice = engine
+            latencyOut[ioNode, default: 0] += voiceIO.processingLatency
         }
         if !ioIn.isCanonical, io.inputCallback != nil {
             result.raw = resources.allocateRaw(ioIn.bufferCount, bytes: frames(at: ioIn.sampleRate) * Int(ioIn.bytesPerFrame))
@@ -496,7 +505,8 @@ struct PlanBuilder {
             ioInputConverter: deviceInput.converter, ioInputRateIndex: deviceInput.rateIndex,
             ioInputLayout: RawLayout(ioIn), ioInputRaw: deviceInput.raw, ioInputRawBytesPerFrame: Int(ioIn.bytesPerFrame),
             ioLinks: Unmanaged.passUnretained(io.renderLinks),
-            ioDeviceClean: deviceInput.clean))
+            ioDeviceClean: deviceInput.clean,
+            voice: deviceInput.voice.map { Unmanaged.passUnretained($0) }))
         return plan
     }
 }

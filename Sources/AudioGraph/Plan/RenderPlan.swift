@@ -155,4 +155,8 @@ struct RenderPlan {
     /// is copied here with those samples as 0, and `ioDevice` points here for the slice (the
     /// device's own buffers are never written).
     var ioDeviceClean: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// A ``VoiceProcessingIOUnit``'s engine (the plan's resources keep it alive), or nil: the
+    /// device input goes through it before anything reads it, and what the device output got
+    /// is its far end.
+    var voice: Unmanaged<VoiceIOEngine>?
 }

@@ -186,4 +186,15 @@ enum RealTime {
     static func soundTouchSetTempo(_ st: OpaquePointer, _ tempo: Double) {
         _unsafePerformance { csoundtouch_set_tempo(st, tempo) }
     }
+
+    // MARK: - Voice processing offline (the OfflineRenderer only: no deadline to miss)
+
+    /// Runs the voice-processing IO unit's (an unretained `VoiceIOEngine`) complete 10 ms frames through WebRTC's audio
+    /// processing on the rendering thread — only when the engine is `inline`, which only the
+    /// ``OfflineRenderer`` makes (the library locks a mutex per frame; a live driver's engine runs
+    /// it on its worker instead and the render thread only copies).
+    @_noLocks @inline(__always)
+    static func voiceProcessInline(_ engine: UnsafeMutableRawPointer) {
+        _unsafePerformance { Unmanaged<VoiceIOEngine>.fromOpaque(engine)._withUnsafeGuaranteedRef { $0.drainInline() } }
+    }
 }

@@ -97,6 +97,14 @@ enum RenderLoop {
                 p.ioDevice[c] = p.ioDeviceSilence[c]  // all zeros: nothing writes to it
             }
         }
+        if let voice = p.voice {
+            // Voice processing: element 1 is the engine's output (the device input processed,
+            // its latency late); the converter, callback and observers below read that.
+            voice._withUnsafeGuaranteedRef {
+                $0.capture(UnsafePointer(p.ioDevice), frames: frames)
+                for c in 0..<p.ioDeviceChannels { p.ioDevice[c] = $0.output[c] }
+            }
+        }
         let inputFrames = domains.frames[p.ioInputRateIndex]
         if let converter = p.ioInputConverter {
             errors &+= converter.pointee.render(p.ioDevice, sourceFrames: frames, destinationFrames: inputFrames)
@@ -179,6 +187,10 @@ enum RenderLoop {
         Observers.run(p.ioLinks, element: 0, channels: p.ioOutputEnabled ? ioOutput.channels : nil,
                       channelCount: ioOutput.channels == nil ? outputChannelCount : ioOutput.channelCount,
                       frames: frames, sampleRate: p.sampleRate, sampleTime: sampleTime)
+        // What the device got is the voice processing's far end for the same frames.
+        if let voice = p.voice {
+            voice._withUnsafeGuaranteedRef { $0.reference(output, channels: outputChannelCount, offset: offset, frames: frames) }
+        }
         return errors
     }
 

@@ -32,6 +32,17 @@ public struct AudioUnitPropertyID: RawRepresentable, Hashable, Sendable, CustomS
     /// Mirrors `kAudioOutputUnitProperty_SetInputCallback` (2005): IO unit, global scope element 0;
     /// value `.inputCallback`.
     public static let setInputCallback = AudioUnitPropertyID(rawValue: 2005)
+    /// Mirrors `kAUVoiceIOProperty_BypassVoiceProcessing` (2100): ``VoiceProcessingIOUnit``
+    /// only, global scope, element 0; value `.uint32` 0/1, default 0; settable while rendering
+    /// (a 10 ms crossfade, no gap).
+    public static let bypassVoiceProcessing = AudioUnitPropertyID(rawValue: 2100)
+    /// Mirrors `kAUVoiceIOProperty_VoiceProcessingEnableAGC` (2101): ``VoiceProcessingIOUnit``
+    /// only, global scope, element 0; value `.uint32` 0/1, default 1 (Apple's); settable while rendering.
+    public static let voiceProcessingEnableAGC = AudioUnitPropertyID(rawValue: 2101)
+    /// Mirrors `kAUVoiceIOProperty_MuteOutput` (2104): ``VoiceProcessingIOUnit`` only, global
+    /// scope, element 0; value `.uint32` 0/1, default 0: element 1's output (the processed
+    /// microphone) is silence, ramped over 10 ms; processing goes on. Settable while rendering.
+    public static let muteOutput = AudioUnitPropertyID(rawValue: 2104)
     /// Mirrors `kAUNBandEQProperty_NumberOfBands` (2200): ``NBandEQUnit`` only, global scope;
     /// value `.uint32` bands, 1…16; written only while uninitialized.
     public static let nBandEQNumberOfBands = AudioUnitPropertyID(rawValue: 2200)
@@ -45,6 +56,7 @@ public struct AudioUnitPropertyID: RawRepresentable, Hashable, Sendable, CustomS
         case 1: "MakeConnection"; case 2: "SampleRate"; case 8: "StreamFormat"; case 11: "ElementCount"
         case 12: "Latency"; case 14: "MaximumFramesPerSlice"; case 20: "TailTime"; case 23: "SetRenderCallback"
         case 51: "ShouldAllocateBuffer"; case 2003: "EnableIO"; case 2005: "SetInputCallback"
+        case 2100: "BypassVoiceProcessing"; case 2101: "VoiceProcessingEnableAGC"; case 2104: "MuteOutput"
         case 2200: "NumberOfBands"; case 2201: "MaxNumberOfBands"
         default: "property \(rawValue)"
         }

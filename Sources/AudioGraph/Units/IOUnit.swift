@@ -15,9 +15,10 @@
 /// Int32, interleaved — like RemoteIO's client formats: the graph converts between them and the
 /// device (see ``AudioConverter`` for the stages; resampling adds latency, reported by
 /// ``AudioGraph/renderLatency``).
+/// ``VoiceProcessingIOUnit`` is the same unit with voice processing on element 1.
 /// Thread: control thread, like every ``AudioUnit``.
 /// SAFETY (`@unchecked Sendable`): as AudioUnit: properties on the control thread, parameters through atomics.
-public final class IOUnit: AudioUnit, @unchecked Sendable {
+public class IOUnit: AudioUnit, @unchecked Sendable {
     /// The output element, feeding the device (`kOutputBus` = 0 in Apple's samples).
     public static let outputElement: AudioUnitElement = 0
     /// The input element, fed by the device (`kInputBus` = 1 in Apple's samples).
