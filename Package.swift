@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "speech-recorder", targets: ["speech-recorder"]),
         .executable(name: "voice-memo", targets: ["voice-memo"]),
         .executable(name: "graphrecord", targets: ["graphrecord"]),
+        .executable(name: "graphvoice", targets: ["graphvoice"]),
         .executable(name: "graphbench", targets: ["graphbench"]),
         .library(name: "AudioGraphPlugins", targets: ["AudioGraphPlugins"]),
     ],
@@ -136,6 +137,12 @@ let package = Package(
             name: "graphrecord",
             dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
             path: "Examples/graphrecord"
+        ),
+        // Voice processing on JACK: the far end from a file, the microphone's echo cancelled (auou/vpio).
+        .executableTarget(
+            name: "graphvoice",
+            dependencies: ["AudioGraph", "AudioGraphJACK", "ToolSupport"],
+            path: "Examples/graphvoice"
         ),
         // Runs a graph described in a JSON file, and applies the file's edits live.
         .executableTarget(

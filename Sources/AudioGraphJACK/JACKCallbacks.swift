@@ -21,6 +21,8 @@ final class JACKRenderState: @unchecked Sendable {
     /// The graph's voice-processing IO unit, if it has one: the latency callback gives it the
     /// capture and playback latencies (its echo canceller's delay hint). Set before activation.
     var voiceIO: VoiceProcessingIOUnit?
+    /// The output ports' short names when not `out_1…` (``JACKDriver/Options/outputPortNames``).
+    var outputShortNames: [String] = []
     let latencyOutputCount: Int
     let inputPorts: UnsafeMutablePointer<OpaquePointer?>
     let outputPorts: UnsafeMutablePointer<OpaquePointer?>

@@ -54,6 +54,12 @@ public final class JACKDriver: @unchecked Sendable {
         /// accounts for: graphrun's returns from another server, whose round trip a unit in the
         /// graph reports, so JACK must not add the network latency of the ports feeding them again.
         public var latencyPorts: Int? = nil
+        /// Short names for the output ports, one per output channel (nil: `out_1…out_N`), so
+        /// that one device output can carry several port groups: graphvoice's `out_1…` (the
+        /// speaker) and `uplink_1…` (the processed microphone). A count other than
+        /// ``outputChannels`` is ``JACKDriverError/invalidChannelCount(_:)``; a name JACK refuses
+        /// (empty, taken twice) is ``JACKDriverError/portRegistrationFailed(_:)``.
+        public var outputPortNames: [String]? = nil
         /// Creates options with the defaults above.
         public init() {}
     }
@@ -114,6 +120,7 @@ public final class JACKDriver: @unchecked Sendable {
         if let reason = JACKDriver.problem(withClientName: name) { throw .invalidClientName(name, reason: reason) }
         if let (server, reason) = JACKDriver.problem(withServerOf: options) { throw .invalidServerName(server, reason: reason) }
         for n in [options.inputChannels, options.outputChannels] where n < 1 || n > 64 { throw .invalidChannelCount(n) }
+        if let names = options.outputPortNames, names.count != options.outputChannels { throw .invalidChannelCount(names.count) }
         guard let io = graph.ioUnit else { throw .graph(.outputNodeErr) }
 
         let (client, actualName) = try JACKDriver.openClient(options)
@@ -128,6 +135,7 @@ public final class JACKDriver: @unchecked Sendable {
 
         let state = JACKRenderState(graph: graph.renderContext, inputCount: options.inputChannels, outputCount: options.outputChannels,
                                     latencyPorts: options.latencyPorts)
+        if let names = options.outputPortNames { state.outputShortNames = names }
         if let voice = io as? VoiceProcessingIOUnit {
             // Its latency is set for the server's period; the latency callback gives it the echo path.
             voice.expectedSliceFrames = Int(jack_get_buffer_size(client))
@@ -193,7 +201,8 @@ public final class JACKDriver: @unchecked Sendable {
     }
 
     /// Records the server's rate and period in `state`, sets the callbacks and registers the
-    /// ports `in_1…`, `out_1…` of a client just opened (inactive). Closes the client on failure.
+    /// ports `in_1…`, `out_1…` (or the state's output names) of a client just opened (inactive).
+    /// Closes the client on failure.
     /// - Returns: the ports' full names.
     /// - Throws: ``JACKDriverError/portRegistrationFailed(_:)``.
     static func prepare(_ client: OpaquePointer, named name: String, state: JACKRenderState) throws(JACKDriverError) -> ([String], [String]) {
@@ -214,8 +223,9 @@ public final class JACKDriver: @unchecked Sendable {
             inputNames.append("\(name):in_\(c + 1)")
         }
         for c in 0..<state.outputCount {
-            state.outputPorts[c] = try register("out_\(c + 1)", flags: JackPortIsOutput)
-            outputNames.append("\(name):out_\(c + 1)")
+            let short = c < state.outputShortNames.count ? state.outputShortNames[c] : "out_\(c + 1)"
+            state.outputPorts[c] = try register(short, flags: JackPortIsOutput)
+            outputNames.append("\(name):\(short)")
         }
         return (inputNames, outputNames)
     }

@@ -96,6 +96,20 @@ int cwebrtc_apm_set_voice_detection(cwebrtc_apm *s, int enabled) { return s->apm
 int cwebrtc_apm_set_high_pass_filter(cwebrtc_apm *s, int enabled) { return s->apm->high_pass_filter()->Enable(enabled != 0); }
 int cwebrtc_apm_set_level_estimator(cwebrtc_apm *s, int enabled) { return s->apm->level_estimator()->Enable(enabled != 0); }
 
+int cwebrtc_apm_set_delay_agnostic(cwebrtc_apm *s, int enabled) {
+    if (!s) return CWEBRTC_APM_NULL_POINTER;
+    try {
+        webrtc::Config config;
+        config.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(enabled != 0));
+        config.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(enabled != 0));
+        config.Set<webrtc::ExperimentalAgc>(new webrtc::ExperimentalAgc(false));
+        s->apm->SetExtraOptions(config);
+    } catch (...) {
+        return CWEBRTC_APM_UNSPECIFIED_ERROR;
+    }
+    return CWEBRTC_APM_NO_ERROR;
+}
+
 void cwebrtc_apm_set_stream_delay_ms(cwebrtc_apm *s, int delay_ms) { s->delay_ms = delay_ms; }
 
 int cwebrtc_apm_process_reverse(cwebrtc_apm *s, float *const *channels) {

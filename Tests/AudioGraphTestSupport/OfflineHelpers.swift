@@ -56,3 +56,20 @@ public func rms(_ x: ArraySlice<Float>) -> Double {
 }
 
 public func decibels(_ ratio: Double) -> Double { 20 * log10(ratio) }
+
+/// The sum of squares of `x[range]`.
+public func energy(_ x: [Float], _ range: Range<Int>) -> Double {
+    var sum = 0.0
+    for i in range { sum += Double(x[i]) * Double(x[i]) }
+    return sum
+}
+
+/// Scale-invariant correlation of `x[range]` with `y[range + lag]`.
+public func correlation(_ x: [Float], _ y: [Float], _ range: Range<Int>, lag: Int = 0) -> Double {
+    var xy = 0.0, xx = 0.0, yy = 0.0
+    for i in range {
+        let a = Double(x[i]), b = Double(y[i + lag])
+        xy += a * b; xx += a * a; yy += b * b
+    }
+    return xy / max(sqrt(xx * yy), 1e-30)
+}

@@ -231,6 +231,15 @@ public final class VoiceProcessor {
         libraryDelayFrames = delay
     }
 
+    /// Whether the echo canceller estimates the echo path's delay itself with an extended
+    /// (longer) filter — WebRTC's DelayAgnostic and ExtendedFilter options, off by default as in
+    /// the library. On, a hint that is off by tens of milliseconds (a JACK graph whose ports'
+    /// latencies do not describe the acoustic path) still converges.
+    /// - Thread: control thread, before processing.
+    public var isDelayAgnostic = false {
+        didSet { _ = cwebrtc_apm_set_delay_agnostic(apm, isDelayAgnostic ? 1 : 0) }
+    }
+
     /// Sets the echo path delay the canceller starts from: the time from a far-end frame given
     /// to ``process(microphone:farEnd:frameCount:)`` to its echo in a microphone frame given to
     /// it (playback latency + acoustic path + capture latency). The canceller searches around

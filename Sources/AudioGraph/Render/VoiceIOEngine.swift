@@ -142,6 +142,9 @@ final class VoiceIOEngine: @unchecked Sendable {
                                                gainControl: VoiceProcessor.GainControl(), voiceDetection: true)
         processor = try VoiceProcessor(sampleRate: sampleRate, microphoneChannels: microphoneChannels,
                                        farEndChannels: farEndChannels, maximumFramesPerSlice: 16_384, configuration: all)
+        // JACK's port latencies describe the acoustic path only roughly (a client in between
+        // passes latencies through): the canceller finds the delay itself around the hint.
+        processor.isDelayAgnostic = true
         self.sampleRate = sampleRate
         self.microphoneChannels = microphoneChannels
         self.farEndChannels = farEndChannels
@@ -410,13 +413,15 @@ final class VoiceIOEngine: @unchecked Sendable {
         }
         if processes {
             let m = processor.metrics()
-            meters.erle.store((m.echoReturnLossEnhancementDB.map(Float.init) ?? .nan).bitPattern, ordering: .relaxed)
+            // −100 dB is the canceller's "no figure yet" (its offset level): none.
+            let erle = m.echoReturnLossEnhancementDB.flatMap { $0 > -100 ? Float($0) : nil } ?? .nan
+            meters.erle.store(erle.bitPattern, ordering: .relaxed)
             meters.erl.store((m.echoReturnLossDB.map(Float.init) ?? .nan).bitPattern, ordering: .relaxed)
             meters.speechProbability.store((m.speechProbability ?? .nan).bitPattern, ordering: .relaxed)
             meters.voiceActive.store(m.voiceActive.map { $0 ? 1 : 0 } ?? -1, ordering: .relaxed)
             meters.delayEstimateMilliseconds.store(m.delayEstimateMilliseconds ?? -1, ordering: .relaxed)
             // The unit's read-only parameters.
-            bank.store(VoiceProcessingIOUnit.Slot.erle, m.echoReturnLossEnhancementDB.map(Float.init) ?? .nan)
+            bank.store(VoiceProcessingIOUnit.Slot.erle, erle)
             bank.store(VoiceProcessingIOUnit.Slot.speechProbability, m.speechProbability ?? .nan)
             bank.store(VoiceProcessingIOUnit.Slot.voiceActivity, m.voiceActive == true ? 1 : 0)
         }

@@ -73,6 +73,12 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
     /// Default 256. Thread: control thread.
     public var expectedSliceFrames = 256
 
+    /// How many of the device output's first channels are the far end (what the speaker plays),
+    /// 1…8; nil (the default) takes them all. For a device output that carries more than the
+    /// speaker — graphvoice sends the processed microphone on as `uplink_1…` after `out_1…`.
+    /// Takes effect when the graph next initializes or updates. Thread: control thread.
+    public var farEndChannels: Int?
+
     /// Set by ``OfflineRenderer``: process on the render thread (deterministic).
     var rendersOffline = false
 
@@ -162,7 +168,9 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
     func prepareEngine(sampleRate: Double, maximumFramesPerSlice: Int) throws(AudioUnitError) -> VoiceIOEngine {
         let rate = Int(sampleRate)
         guard Double(rate) == sampleRate else { throw .formatNotSupported }
-        let mic = Int(deviceInputFormat.channelsPerFrame), far = Int(deviceOutputFormat.channelsPerFrame)
+        let mic = Int(deviceInputFormat.channelsPerFrame)
+        let far = min(Int(deviceOutputFormat.channelsPerFrame), farEndChannels ?? Int.max)
+        guard far >= 1 else { throw .formatNotSupported }
         if let e = engine, e.sampleRate == rate, e.microphoneChannels == mic, e.farEndChannels == far,
            e.maximumFramesPerSlice == maximumFramesPerSlice, e.inline == rendersOffline {
             return e

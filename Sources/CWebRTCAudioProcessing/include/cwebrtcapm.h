@@ -72,6 +72,13 @@ int cwebrtc_apm_set_high_pass_filter(cwebrtc_apm *apm, int enabled);
 /// The level estimator (LevelEstimator): on or off. Returns an error code.
 int cwebrtc_apm_set_level_estimator(cwebrtc_apm *apm, int enabled);
 
+/// The echo canceller's extended filter (a longer adaptive filter, about 128 ms at 16 kHz
+/// processing) and delay-agnostic mode (it estimates the far-end-to-echo delay itself from the
+/// signals, so a wrong or unknown hint does not stop it converging): WebRTC's ExtendedFilter and
+/// DelayAgnostic options, both on or both off (the library's default: off). The settings
+/// PipeWire's echo-cancel module uses. Control thread. Returns an error code.
+int cwebrtc_apm_set_delay_agnostic(cwebrtc_apm *apm, int enabled);
+
 /// The delay hint in ms (0…500): the time from a far-end frame given to
 /// `cwebrtc_apm_process_reverse` to its echo in a frame given to `cwebrtc_apm_process_capture`.
 /// Kept by the shim and passed to set_stream_delay_ms before every capture frame.

@@ -82,22 +82,6 @@ func runVoiceProcessor(_ processor: VoiceProcessor, microphone: [Float], farEnd:
     return mic
 }
 
-func energy(_ x: [Float], _ range: Range<Int>) -> Double {
-    var sum = 0.0
-    for i in range { sum += Double(x[i]) * Double(x[i]) }
-    return sum
-}
-
-/// Scale-invariant correlation of `x[range]` with `y[range + lag]`.
-func correlation(_ x: [Float], _ y: [Float], _ range: Range<Int>, lag: Int = 0) -> Double {
-    var xy = 0.0, xx = 0.0, yy = 0.0
-    for i in range {
-        let a = Double(x[i]), b = Double(y[i + lag])
-        xy += a * b; xx += a * a; yy += b * b
-    }
-    return xy / max(sqrt(xx * yy), 1e-30)
-}
-
 /// The 90th percentile of the 10 ms RMS envelope in dBFS over the frames of `range` louder than
 /// −60 dBFS (the talker's peak envelope, the measure WebRTC's AGC targets), and the RMS over those frames.
 func speechLevels(_ x: [Float], _ range: Range<Int>, frame: Int = 480) -> (envelope: Double, activeRMS: Double) {
