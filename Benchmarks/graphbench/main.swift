@@ -3,6 +3,7 @@
 //
 //   swift run -c release graphbench                 full run (≥ 60 s of audio per slice size)
 //   swift run -c release graphbench --seconds 10    shorter
+//   swift run -c release graphbench --voice         the voice-processing section only
 //   valgrind --tool=callgrind .build/release/graphbench --callgrind
 //                                                   fixed, short, deterministic: instruction counts
 //
@@ -18,6 +19,7 @@ import Glibc
 
 var seconds = 60.0
 var callgrind = false
+var voiceOnly = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let arg = arguments.next() {
     switch arg {
@@ -25,13 +27,20 @@ while let arg = arguments.next() {
         guard let v = arguments.next().flatMap(Double.init), v > 0 else { fatalError("--seconds needs a positive number") }
         seconds = v
     case "--callgrind": callgrind = true
+    case "--voice": voiceOnly = true
     case "--help", "-h":
-        print("usage: graphbench [--seconds S] [--callgrind]"); exit(0)
+        print("usage: graphbench [--seconds S] [--callgrind] [--voice]"); exit(0)
     default:
         print("graphbench: unknown option \(arg)"); exit(2)
     }
 }
 if callgrind { seconds = 1 }
+if voiceOnly {
+    // 5 alone: voice processing against the same graph bypassed.
+    func voiceSeconds() -> Double { min(10, max(2, seconds / 6)) }
+    do { try runVoiceBench(seconds: voiceSeconds()) } catch { print("graphbench: \(error)"); exit(1) }
+    exit(0)
+}
 
 let sampleRate = 48_000.0
 let channels = 2
@@ -311,6 +320,10 @@ print("update() on a 1,000-node chain: \(fixed(updateTotal / Double(updates) * 1
 // MARK: 4. Catalogue kernels, each against its C loop
 
 try runKernelBenches(frames: callgrind ? 48_000 : max(48_000, frames / 4), input: input, callgrind: callgrind)
+
+// MARK: 5. Voice processing against the same graph bypassed
+
+if !callgrind { try runVoiceBench(seconds: min(10, max(2, seconds / 6))) }
 
 // S: the worse of the two shapes, so neither flatters the other.
 let big = callgrind ? 100 : 1000

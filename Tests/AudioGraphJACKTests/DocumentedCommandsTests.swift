@@ -148,7 +148,7 @@ struct DocumentedCommandsTests {
         let executables = try Self.executables()
         let installScript = try Self.read("scripts/install")
         let installed = try #require(Self.array("tools", in: installScript), "scripts/install has a tools=(…) line")
-        #expect(Set(installed) == ["graphthru", "graphrun", "graphrecord"], "scripts/install installs the three tools: \(installed)")
+        #expect(Set(installed) == ["graphthru", "graphrun", "graphrecord", "graphvoice"], "scripts/install installs the four tools: \(installed)")
         #expect(FileManager.default.isExecutableFile(atPath: Self.root.appendingPathComponent("scripts/install").path))
         var helps: [String: String] = [:]
         for tool in installed { helps[tool] = try Self.help(tool) }

@@ -185,6 +185,44 @@ extension JACKIntegration {
             #expect(bypassed.correlation >= 0.99, "bypassed: the microphone as it came \(bypassed.correlation)")
         }
 
+        /// A JACK period change while processing (on a server of its own): from 256 to 1024
+        /// frames the latency grows once by 768 frames (one gap, counted), processing goes on;
+        /// back to 256 it stays (a shorter slice needs no more).
+        @Test func aPeriodChangeWhileProcessingRaisesTheLatencyOnceAndProcessingGoesOn() throws {
+            let own = try PrivateServer(name: "audiograph-vpio-period-\(getpid())")
+            defer { own.stop() }
+            let graph = AudioGraph()
+            let voice = VoiceProcessingIOUnit()
+            let ioNode = try graph.addNode(voice)
+            try voice.setInputEnabled(true)
+            try graph.connectNodeInput(ioNode, sourceOutputElement: IOUnit.inputElement, ioNode, destinationInputElement: IOUnit.outputElement)
+            var options = JACKDriver.Options()
+            options.clientName = "ag-vpio-period"
+            options.serverName = own.name
+            options.inputChannels = 1
+            options.outputChannels = 1
+            let driver = try JACKDriver(graph: graph, options: options)
+            defer { driver.close() }
+            try driver.start()
+            func waitForFrames(beyond count: UInt64) -> Bool {
+                let deadline = Date().addingTimeInterval(5)
+                while voice.statistics.frames < count + 50 && Date() < deadline { usleep(10_000) }
+                return voice.statistics.frames >= count + 50
+            }
+            #expect(waitForFrames(beyond: 0))
+            let before = voice.statistics
+            #expect(before.latencyFrames > 256 + 480 && before.latencyIncreases == 0, "latency \(before.latencyFrames) at period 256")
+            try driver.setBufferSize(1024)
+            #expect(waitForFrames(beyond: voice.statistics.frames), "processing goes on at period 1024")
+            let after = voice.statistics
+            #expect(after.latencyIncreases == 1 && after.latencyFrames == before.latencyFrames + 768,
+                    "latency \(before.latencyFrames) → \(after.latencyFrames), increases \(after.latencyIncreases)")
+            try driver.setBufferSize(256)
+            #expect(waitForFrames(beyond: voice.statistics.frames), "and at 256 again")
+            #expect(voice.statistics.latencyIncreases == 1)
+            #expect(graph.renderErrorCount == 0)
+        }
+
         /// Optimized builds only (scripts/test runs it with -c release): a voice-processing IO
         /// unit on the JACK process thread (its worker running WebRTC's processing) while this
         /// thread toggles bypass, AGC and mute and changes the noise suppression: the process

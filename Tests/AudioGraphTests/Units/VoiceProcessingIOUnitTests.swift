@@ -235,6 +235,27 @@ struct VoiceProcessingIOUnitTests {
         #expect(rig.graph.nonFiniteSampleCount > 0)
     }
 
+    /// A new device rate (a server restarted at 16 kHz): the graph re-initialized at that rate
+    /// makes a new engine there — 10 ms frames of 160, its own latency — and processing goes on.
+    @Test func aNewDeviceRateGetsANewEngine() throws {
+        let room = SimulatedRoom()
+        let rig = try VoiceRig(farEnd: room.farEnd) { $0.enablesAGC = false }
+        _ = try rig.render(Array(room.microphone[0..<4800]))
+        let at48 = rig.unit.statistics
+        #expect(at48.frames == 10)
+        try rig.graph.uninitialize()
+        let renderer16 = try OfflineRenderer(graph: rig.graph, inputChannels: 1, outputChannels: 1, sampleRate: 16_000)
+        try rig.graph.initialize()
+        try rig.graph.start()
+        let mic = room.microphone  // computed: once
+        let speech = (0..<16_000).map { mic[$0 * 3] }
+        let out = try renderer16.render(input: [speech], frameCount: speech.count)
+        let at16 = rig.unit.statistics
+        #expect(at16.frames == 100, "a new engine at 16 kHz: \(at16.frames) frames of 10 ms")
+        #expect(at16.latencyFrames >= 256 + 160 && at16.latencyFrames < at48.latencyFrames, "latency \(at16.latencyFrames) frames at 16 kHz")
+        #expect(out[0].count == speech.count && out[0].allSatisfy { $0.isFinite })
+    }
+
     /// A slice longer than expected (256) raises the latency once, by the difference, and
     /// processing goes on; formats the library cannot take are refused at initialization.
     @Test func aLongerSliceRaisesTheLatencyOnceAndBadFormatsAreRefused() throws {

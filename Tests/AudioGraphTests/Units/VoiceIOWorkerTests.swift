@@ -1,0 +1,61 @@
+// Tests, Units: the voice-processing IO unit's worker thread (the live design) against its inline offline mode — the same samples when the worker keeps up, and late frames counted when it does not.
+@testable import AudioGraph
+import AudioGraphTestSupport
+import Foundation
+import Testing
+
+@Suite("Voice-processing IO unit: the worker thread")
+struct VoiceIOWorkerTests {
+    /// The simulated room through a rig whose unit runs its worker as on a live driver (the
+    /// offline renderer's inline mode switched off), each slice rendered once the worker has
+    /// processed every complete 10 ms frame: element 1 is bit for bit what the inline mode gives.
+    /// (Also run under ThreadSanitizer by scripts/test: the slots between render thread and worker.)
+    @Test func theWorkerGivesTheInlineSamplesWhenItKeepsUp() throws {
+        let room = SimulatedRoom()
+        let mic = Array(room.microphone[0..<(3 * SimulatedRoom.rate)])
+        let inline = try VoiceRig(farEnd: room.farEnd) { unit in
+            unit.enablesAGC = false
+            unit.extraEchoPathDelay = SimulatedRoom.echoDelay
+        }
+        let expected = try inline.render(mic)
+        let worker = try VoiceRig(farEnd: room.farEnd) { unit in
+            unit.enablesAGC = false
+            unit.extraEchoPathDelay = SimulatedRoom.echoDelay
+            unit.rendersOffline = false
+        }
+        #expect(worker.unit.engine?.inline == false)
+        var got: [Float] = []
+        var rendered = 0
+        for start in stride(from: 0, to: mic.count, by: 256) {
+            got += try worker.render(Array(mic[start..<min(start + 256, mic.count)]), slice: 256)
+            rendered += min(256, mic.count - start)
+            let deadline = Date().addingTimeInterval(5)
+            while worker.unit.statistics.frames < UInt64(rendered / 480) && Date() < deadline { usleep(200) }
+        }
+        #expect(worker.unit.statistics.lateFrames == 0)
+        #expect(got == expected, "worker and inline differ at \(zip(got, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
+    }
+
+    /// A worker that has not processed the frames the render thread needs: those frames go out
+    /// unprocessed (the microphone, never silence or stale audio) and are counted.
+    @Test func framesTheWorkerHasNotFinishedGoOutUnprocessedAndCounted() throws {
+        let mic = (0..<48_000).map { Float(sin(Double($0) * 0.05)) * 0.3 }
+        let rig = try VoiceRig(farEnd: []) { unit in
+            unit.bypassesVoiceProcessing = true
+            unit.rendersOffline = false
+        }
+        // Rendered as fast as the test can: the worker falls behind now and then.
+        let out = try rig.render(mic, slice: 256)
+        let latency = rig.latency
+        let late = rig.unit.statistics.lateFrames
+        print("VoiceIOWorker: \(late) of \(mic.count) frames late when rendering without waiting")
+        // Bypassed, processed and unprocessed frames agree except the processed ones are
+        // `processingDelay` later: every output sample is the microphone at one of two lags.
+        let delay = latency - rig.unit.engine!.outputLag
+        for i in latency..<out.count {
+            let a = mic[i - latency], b = mic[i - latency + delay]
+            #expect(out[i] == a || out[i] == b, "frame \(i)")
+            if out[i] != a && out[i] != b { break }
+        }
+    }
+}
