@@ -97,7 +97,7 @@ enum RenderLoop {
                 p.ioDevice[c] = p.ioDeviceSilence[c]  // all zeros: nothing writes to it
             }
         }
-        if let voice = p.voice {
+        if let voice = plan.pointee.voice {
             // Voice processing: element 1 is the engine's output (the device input processed,
             // its latency late); the converter, callback and observers below read that.
             voice._withUnsafeGuaranteedRef {
@@ -188,7 +188,7 @@ enum RenderLoop {
                       channelCount: ioOutput.channels == nil ? outputChannelCount : ioOutput.channelCount,
                       frames: frames, sampleRate: p.sampleRate, sampleTime: sampleTime)
         // What the device got is the voice processing's far end for the same frames.
-        if let voice = p.voice {
+        if let voice = plan.pointee.voice {
             voice._withUnsafeGuaranteedRef { $0.reference(output, channels: outputChannelCount, offset: offset, frames: frames) }
         }
         return errors
