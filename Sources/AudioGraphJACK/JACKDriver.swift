@@ -368,7 +368,7 @@ public final class JACKDriver: @unchecked Sendable {
     }
     /// xruns the server reported since the client opened. Thread: any.
     public var xrunCount: UInt64 { state.xruns.load(ordering: .relaxed) }
-    /// The graph's sample time (``AudioGraph/sampleTime``, frames) when each of the first 64
+    /// The graph's sample time (`AudioGraph.sampleTime`, frames) when each of the first 64
     /// xruns was reported, in order: where the audio around it may have a gap or a repeat.
     /// Thread: any.
     public var xrunSampleTimes: [UInt64] {

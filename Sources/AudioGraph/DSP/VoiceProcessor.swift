@@ -35,12 +35,14 @@ public final class VoiceProcessor {
     /// The echo suppressor's aggressiveness (`EchoCancellation::SuppressionLevel`): higher
     /// removes more residual echo at the cost of the near end during double talk.
     public enum EchoSuppression: Int32, Sendable, CaseIterable {
+        /// The library's kLowSuppression, kModerateSuppression, kHighSuppression.
         case low = 0, moderate = 1, high = 2
     }
 
     /// How much noise the suppressor removes (`NoiseSuppression::Level`): about 6, 10, 15 and
     /// 20 dB.
     public enum NoiseSuppression: Int32, Sendable, CaseIterable {
+        /// The library's kLow, kModerate, kHigh, kVeryHigh.
         case low = 0, moderate = 1, high = 2, veryHigh = 3
     }
 
@@ -49,7 +51,11 @@ public final class VoiceProcessor {
     public struct GainControl: Sendable, Equatable {
         /// `GainControl::Mode`: adaptive digital (a gain that follows the talker's level) or
         /// fixed digital (the compression stage only, a fixed gain).
-        public enum Mode: Int32, Sendable { case adaptiveDigital = 1, fixedDigital = 2 }
+        public enum Mode: Int32, Sendable {
+            /// kAdaptiveDigital and kFixedDigital.
+            case adaptiveDigital = 1, fixedDigital = 2
+        }
+        /// The mode (default adaptive digital).
         public var mode: Mode
         /// The target peak envelope in dBFS, −31…0 (the library's `target_level_dbfs`, negated).
         public var targetLevelDBFS: Int
@@ -99,6 +105,7 @@ public final class VoiceProcessor {
         /// The echo canceller's own estimate of the echo return loss enhancement, dB: its long-term
         /// average and the last second's value.
         public var echoReturnLossEnhancementDB: Int?
+        /// The last second's ERLE, dB.
         public var echoReturnLossEnhancementInstantDB: Int?
         /// Echo return loss (far end to microphone), dB, average.
         public var echoReturnLossDB: Int?
@@ -106,6 +113,7 @@ public final class VoiceProcessor {
         public var echoPresent: Bool?
         /// The canceller's estimate of the echo path's delay, ms (median), and its spread.
         public var delayEstimateMilliseconds: Int?
+        /// The standard deviation of the delay estimates, ms.
         public var delayEstimateSpreadMilliseconds: Int?
         /// The noise suppressor's speech probability for the last frame, 0…1.
         public var speechProbability: Float?
@@ -117,6 +125,7 @@ public final class VoiceProcessor {
     public let sampleRate: Int
     /// Microphone channels and far-end channels.
     public let microphoneChannels: Int
+    /// Far-end channels.
     public let farEndChannels: Int
     /// The most frames one ``process(microphone:farEnd:frameCount:)`` call takes.
     public let maximumFramesPerSlice: Int
@@ -138,10 +147,12 @@ public final class VoiceProcessor {
     public private(set) var echoPathDelayMilliseconds: Int = 0
     /// Non-finite samples replaced with 0 so far, in the microphone and in the far end.
     public private(set) var nonFiniteMicrophoneSamples: UInt64 = 0
+    /// Non-finite far-end samples replaced with 0 so far.
     public private(set) var nonFiniteFarEndSamples: UInt64 = 0
     /// 10 ms frames the library refused to process (its error code in ``lastLibraryError``);
     /// such a frame passes through unprocessed.
     public private(set) var failedChunks: UInt64 = 0
+    /// The library's error code for the last refused frame (0: none yet).
     public private(set) var lastLibraryError: Int32 = 0
     /// 10 ms frames processed so far.
     public private(set) var processedChunks: UInt64 = 0

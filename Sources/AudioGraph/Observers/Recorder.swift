@@ -517,6 +517,7 @@ public struct RecordingGap: Sendable, Equatable, CustomStringConvertible {
     /// The most gaps a recorder lists (``Recorder/gaps``); more are only counted.
     public static let maximumKept = 64
 
+    /// A gap: see the properties.
     public init(sampleTime: Double, frameCount: UInt64, fileFrame: UInt64) {
         self.sampleTime = sampleTime
         self.frameCount = frameCount

@@ -14,6 +14,7 @@ public enum AudioPlayerError: Error, Sendable, Equatable, CustomStringConvertibl
     /// a ``MultichannelMixerUnit`` as their destination).
     case audioUnit(AudioUnitError)
 
+    /// The error as one line: `cannot play 'PATH': REASON`, or the unit's error.
     public var description: String {
         switch self {
         case .cannotOpen(let path, let reason): return "cannot play '\(path)': \(reason)"
@@ -59,7 +60,7 @@ public enum AudioPlayerError: Error, Sendable, Equatable, CustomStringConvertibl
 /// Thread: control thread for every call (they edit the graph and its parameters); ``onFinish``
 /// runs on the player's disk thread and must not block.
 /// SAFETY (`@unchecked Sendable`): state is control-thread only; the disk thread's end handler
-/// touches only the unit's atomics and ``EndState`` (an atomic and a lock), never the player:
+/// touches only the unit's atomics and `EndState` (an atomic and a lock), never the player:
 /// a player released while the handler runs is not deinitialized on the disk thread.
 public final class AudioPlayer: @unchecked Sendable {
     /// The file played.
@@ -68,6 +69,7 @@ public final class AudioPlayer: @unchecked Sendable {
     public let graph: AudioGraph
     /// The node the player's output feeds, and its input element.
     public let destination: AUNode
+    /// The destination's input element the player feeds.
     public let destinationElement: AudioUnitElement
     /// The file's length in seconds (frames / the file's rate).
     public let duration: Double

@@ -20,7 +20,7 @@ import Synchronization
 /// delay the canceller starts from is the device's capture + playback latency (the JACK driver
 /// gives it from the ports' latency ranges) plus ``extraEchoPathDelay``.
 ///
-/// Real-time design: see ``VoiceIOEngine`` — the library locks a mutex per 10 ms frame, so on
+/// Real-time design: see the engine (`VoiceIOEngine`, internal) — the library locks a mutex per 10 ms frame, so on
 /// a live driver it runs on a worker thread fed by the render thread through preallocated slots;
 /// the render thread only copies (0 allocations, 0 locks). Offline (``OfflineRenderer``) the
 /// render thread processes inline, deterministically.
@@ -29,7 +29,7 @@ import Synchronization
 /// 1…8 channels each way. Another device format makes initialization throw
 /// ``AudioUnitError/formatNotSupported``.
 /// Thread: control thread, like every ``AudioUnit``; parameters from any thread.
-/// SAFETY (`@unchecked Sendable`): as AudioUnit; the voice settings are atomics (``VoiceIOControls``).
+/// SAFETY (`@unchecked Sendable`): as AudioUnit; the voice settings are atomics (`VoiceIOControls`).
 public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
     /// Parameter IDs (global scope, element 0).
     public enum Parameter {
@@ -133,6 +133,7 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
         public var latencyIncreases: UInt64
         /// The echo path delay hint in force, ms, and the canceller's own estimate (nil: none yet).
         public var echoPathDelayMilliseconds: Int
+        /// The canceller's own estimate of the echo path's delay, ms (nil: none yet).
         public var delayEstimateMilliseconds: Int?
         /// Echo return loss (far end to microphone), dB, the canceller's average (nil: none yet).
         public var echoReturnLossDB: Float?
@@ -207,15 +208,17 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
         self[keyPath: flag] = v == 1
     }
 
-    /// Typed forms of the three properties. Thread: any (atomics).
+    /// Typed form of ``AudioUnitPropertyID/bypassVoiceProcessing`` (2100). Thread: any (an atomic).
     public var bypassesVoiceProcessing: Bool {
         get { controls.bypass.load(ordering: .relaxed) }
         set { controls.bypass.store(newValue, ordering: .relaxed) }
     }
+    /// Typed form of ``AudioUnitPropertyID/voiceProcessingEnableAGC`` (2101). Thread: any (an atomic).
     public var enablesAGC: Bool {
         get { controls.agc.load(ordering: .relaxed) }
         set { controls.agc.store(newValue, ordering: .relaxed) }
     }
+    /// Typed form of ``AudioUnitPropertyID/muteOutput`` (2104). Thread: any (an atomic).
     public var mutesOutput: Bool {
         get { controls.mute.load(ordering: .relaxed) }
         set { controls.mute.store(newValue, ordering: .relaxed) }
