@@ -235,6 +235,30 @@ struct VoiceProcessingIOUnitTests {
         #expect(rig.graph.nonFiniteSampleCount > 0)
     }
 
+    /// Silence in (microphone and far end) comes out as silence or the library's faint comfort
+    /// noise, never louder than −90 dBFS; full-scale input (a ±1 square wave at 200 Hz on the
+    /// microphone, a full-scale sine as the far end, AGC on) comes out finite and within ±1;
+    /// and rendering is deterministic: the same input twice gives the same samples.
+    @Test func silenceAndFullScaleInputAndDeterminism() throws {
+        let rate = Self.rate, frames = 2 * rate
+        let quiet = try VoiceRig(farEnd: [Float](repeating: 0, count: frames))
+        let silent = try quiet.render([Float](repeating: 0, count: frames))
+        let peak = silent.map { abs($0) }.max() ?? 0
+        #expect(silent.allSatisfy { $0.isFinite } && 20 * log10(max(Double(peak), 1e-12)) < -90, "silence in: peak \(peak)")
+
+        let square = (0..<frames).map { Float(($0 / (rate / 400)) % 2 == 0 ? 1 : -1) }
+        let sine = (0..<frames).map { Float(sin(2 * Double.pi * 440 * Double($0) / Double(rate))) }
+        var outputs: [[Float]] = []
+        for _ in 0..<2 {
+            let loud = try VoiceRig(farEnd: sine) { $0.enablesAGC = true }
+            outputs.append(try loud.render(square))
+        }
+        let loudPeak = outputs[0].map { abs($0) }.max() ?? 0
+        #expect(outputs[0].allSatisfy { $0.isFinite } && loudPeak <= 1.0001, "full scale in: peak \(loudPeak)")
+        #expect(outputs[0].contains { $0 != 0 }, "full scale in: something comes out")
+        #expect(outputs[0] == outputs[1], "the same input twice: the same samples")
+    }
+
     /// A new device rate (a server restarted at 16 kHz): the graph re-initialized at that rate
     /// makes a new engine there — 10 ms frames of 160, its own latency — and processing goes on.
     @Test func aNewDeviceRateGetsANewEngine() throws {
