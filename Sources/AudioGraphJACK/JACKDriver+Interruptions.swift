@@ -293,6 +293,12 @@ extension JACKDriver {
         guard now != lastConfiguration else { return }
         let before = lastConfiguration
         lastConfiguration = now
+        if now.bufferSize != before.bufferSize, let voice = state.voiceIO {
+            // A voice-processing unit's latency follows the period: the plan reports it again,
+            // and the ports' latency ranges with it.
+            try? voice.setExpectedSliceFrames(now.bufferSize)
+            recomputeLatency()
+        }
         post(.configurationChanged(from: before, to: now))
     }
 

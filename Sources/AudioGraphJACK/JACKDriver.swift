@@ -138,7 +138,7 @@ public final class JACKDriver: @unchecked Sendable {
         if let names = options.outputPortNames { state.outputShortNames = names }
         if let voice = io as? VoiceProcessingIOUnit {
             // Its latency is set for the server's period; the latency callback gives it the echo path.
-            voice.expectedSliceFrames = Int(jack_get_buffer_size(client))
+            try? voice.setExpectedSliceFrames(Int(jack_get_buffer_size(client)))
             state.voiceIO = voice
         }
         let (inputNames, outputNames) = try JACKDriver.prepare(client, named: actualName, state: state)

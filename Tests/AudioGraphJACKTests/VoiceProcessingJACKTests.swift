@@ -217,6 +217,14 @@ extension JACKIntegration {
             let after = voice.statistics
             #expect(after.latencyIncreases == 1 && after.latencyFrames == before.latencyFrames + 768,
                     "latency \(before.latencyFrames) → \(after.latencyFrames), increases \(after.latencyIncreases)")
+            // The driver re-plans on the change it hears of: the graph reports the new latency.
+            let deadline = Date().addingTimeInterval(5)
+            while abs(graph.renderLatency * 48_000 - Double(after.latencyFrames)) > 0.5 && Date() < deadline {
+                driver.dispatchNotifications()
+                usleep(10_000)
+            }
+            #expect(abs(graph.renderLatency * 48_000 - Double(after.latencyFrames)) <= 0.5,
+                    "renderLatency \(graph.renderLatency * 48_000) frames, the unit's \(after.latencyFrames)")
             try driver.setBufferSize(256)
             #expect(waitForFrames(beyond: voice.statistics.frames), "and at 256 again")
             #expect(voice.statistics.latencyIncreases == 1)

@@ -71,7 +71,21 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
     /// The slice size the latency is set for, frames (a JACK period; drivers set it before
     /// initializing). A longer slice while rendering raises the latency once (a gap).
     /// Default 256. Thread: control thread.
-    public var expectedSliceFrames = 256
+    public private(set) var expectedSliceFrames = 256
+
+    /// Sets ``expectedSliceFrames``: before initialization it sets the latency the engine starts
+    /// with; while rendering (a driver whose period changed) it re-plans the graph so that
+    /// ``AudioGraph/renderLatency`` reports the latency the engine runs with now (a longer period
+    /// raised it at its first slice; a shorter one keeps it until the graph is re-initialized).
+    /// - Parameter frames: 1…16 384.
+    /// - Throws: ``AudioUnitError/invalidPropertyValue`` out of bounds (nothing changed); the
+    ///   graph's errors from re-planning (the running plan stays).
+    /// - Thread: control thread.
+    public func setExpectedSliceFrames(_ frames: Int) throws(AudioUnitError) {
+        guard (1...16_384).contains(frames) else { throw .invalidPropertyValue }
+        expectedSliceFrames = frames
+        try graph?.republish()
+    }
 
     /// How many of the device output's first channels are the far end (what the speaker plays),
     /// 1…8; nil (the default) takes them all. For a device output that carries more than the
