@@ -249,7 +249,7 @@ if let recorder {
     }
 }
 let stats = voice.statistics
-tool.say("processed \(stats.frames) frames of 10 ms (\(stats.lateFrames) sample frames late, passed unprocessed); worker \(stats.workerIsRealTime ? "real-time" : "not real-time (SCHED_FIFO refused)"); xruns \(driver.xrunCount)"
+tool.say("processed \(stats.frames) frames of 10 ms (\(stats.lateFrames) sample frames late, passed unprocessed); worker \(stats.workerIsRealTime ? "real-time (SCHED_FIFO, priority \(voice.workerPriority))" : "an ordinary thread (the server is not real-time, or SCHED_FIFO was refused)"); xruns \(driver.xrunCount)"
          + "\(ownJACKServer.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }
 exit(status)

@@ -139,6 +139,10 @@ public final class JACKDriver: @unchecked Sendable {
         if let voice = io as? VoiceProcessingIOUnit {
             // Its latency is set for the server's period; the latency callback gives it the echo path.
             try? voice.setExpectedSliceFrames(Int(jack_get_buffer_size(client)))
+            // Its worker runs just below the process thread (never preempting it); a server
+            // without real-time scheduling (-1) gets an ordinary worker.
+            let priority = jack_client_real_time_priority(client)
+            voice.workerPriority = priority > 1 ? priority - 1 : 0
             state.voiceIO = voice
         }
         let (inputNames, outputNames) = try JACKDriver.prepare(client, named: actualName, state: state)

@@ -1,4 +1,4 @@
-// CJack: libjack's headers (client, metadata, ring buffer) and a shim for the variadic jack_client_open.
+// CJack: libjack's headers (client, thread priorities, metadata, ring buffer) and a shim for the variadic jack_client_open.
 #ifndef AUDIOGRAPH_CJACK_SHIM_H
 #define AUDIOGRAPH_CJACK_SHIM_H
 
@@ -6,6 +6,7 @@
 #include <jack/types.h>
 #include <jack/metadata.h>
 #include <jack/ringbuffer.h>
+#include <jack/thread.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 

@@ -45,8 +45,9 @@ final class VoiceIOMeters: @unchecked Sendable {
 /// AGC and VAD), against the far end — what the device output played.
 ///
 /// The library takes 10 ms frames and (measured: `VoiceProcessorRealTimeTests`) locks a mutex
-/// three times per frame, so on a live driver it runs on a worker thread (real-time priority
-/// where the system grants it) and the render thread only copies:
+/// three times per frame, so on a live driver it runs on a worker thread (SCHED_FIFO one step
+/// below the render thread where the driver says its priority and the system grants it; it
+/// polls every 0.5 ms for work) and the render thread only copies:
 /// - render thread, per slice: the device input is written into the current 10 ms slot; the
 ///   processed microphone is read from the slot ``outputLag`` frames back; after the slice, what
 ///   the device output got is written into the same slots (the far end, frame for frame);
@@ -55,7 +56,9 @@ final class VoiceIOMeters: @unchecked Sendable {
 ///
 /// ``outputLag`` = the largest slice expected + one 10 ms frame: the slot a slice reads was
 /// complete before the slice began, so the worker has a whole period to process it. A slot the
-/// worker has not finished goes out unprocessed (counted: ``VoiceIOMeters/lateFrames``).
+/// worker has not finished goes out unprocessed (counted: `lateFrames`). A worker more than
+/// a third of a second behind (stalled) would read slots the render thread is filling again:
+/// its output is then wrong until it catches up, never unsafe memory.
 /// Offline (``inline``) the render thread processes each slot as soon as it is complete, with
 /// the same lag, so offline output is what a live run gives when the worker keeps up.
 ///
@@ -77,6 +80,8 @@ final class VoiceIOEngine: @unchecked Sendable {
     let maximumFramesPerSlice: Int
     /// Whether the render thread processes (offline) rather than the worker.
     let inline: Bool
+    /// The worker's SCHED_FIFO priority (below the render thread's), or 0 for an ordinary thread.
+    let workerPriority: Int32
     /// Frames element 1 lags the device input through the slots (render side; grows when a
     /// slice longer than expected arrives).
     private(set) var outputLag: Int
@@ -132,11 +137,14 @@ final class VoiceIOEngine: @unchecked Sendable {
     ///   - maximumFramesPerSlice: the most frames a render call takes.
     ///   - expectedSliceFrames: the slice size the lag is set for (a JACK period).
     ///   - inline: process on the render thread (offline rendering).
+    ///   - workerPriority: the worker's SCHED_FIFO priority, 1…99, below the render thread's
+    ///     (so it never preempts it); 0 for an ordinary thread. Refused by the system: ordinary.
     /// - Throws: ``AudioUnitError/formatNotSupported`` for a rate or channel count the library
     ///   cannot take; ``AudioUnitError/failedInitialization`` when it refuses.
     /// - Thread: control thread; allocates.
     init(sampleRate: Int, microphoneChannels: Int, farEndChannels: Int, maximumFramesPerSlice: Int,
-         expectedSliceFrames: Int, inline: Bool, controls: VoiceIOControls, bank: ParameterBank) throws(AudioUnitError) {
+         expectedSliceFrames: Int, inline: Bool, workerPriority: Int32 = 0,
+         controls: VoiceIOControls, bank: ParameterBank) throws(AudioUnitError) {
         // Every component enabled once at creation, so switching them later does not allocate.
         let all = VoiceProcessor.Configuration(echoCancellation: .moderate, noiseSuppression: .moderate,
                                                gainControl: VoiceProcessor.GainControl(), voiceDetection: true)
@@ -150,6 +158,7 @@ final class VoiceIOEngine: @unchecked Sendable {
         self.farEndChannels = farEndChannels
         self.maximumFramesPerSlice = maximumFramesPerSlice
         self.inline = inline
+        self.workerPriority = workerPriority
         self.controls = controls
         self.bank = bank
         chunk = processor.framesPerChunk
@@ -288,8 +297,8 @@ final class VoiceIOEngine: @unchecked Sendable {
     func drainInline() { drain() }
 
     private func workerLoop() {
-        var parameters = sched_param(sched_priority: 70)
-        if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0 {
+        var parameters = sched_param(sched_priority: workerPriority)
+        if workerPriority > 0, pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0 {
             workerIsRealTime.store(true, ordering: .relaxed)
         }
         while running.load(ordering: .acquiring) {

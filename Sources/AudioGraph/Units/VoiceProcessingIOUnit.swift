@@ -93,6 +93,12 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
     /// Takes effect when the graph next initializes or updates. Thread: control thread.
     public var farEndChannels: Int?
 
+    /// The worker thread's SCHED_FIFO priority, 1…99 (one below the render thread's: the JACK
+    /// driver sets its client's real-time priority − 1), or 0 (the default) for an ordinary
+    /// thread. Takes effect with the next engine (the graph's next initialization at another
+    /// format). Thread: control thread.
+    public var workerPriority: Int32 = 0
+
     /// Set by ``OfflineRenderer``: process on the render thread (deterministic).
     var rendersOffline = false
 
@@ -192,7 +198,8 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
         }
         let e = try VoiceIOEngine(sampleRate: rate, microphoneChannels: mic, farEndChannels: far,
                                   maximumFramesPerSlice: maximumFramesPerSlice, expectedSliceFrames: expectedSliceFrames,
-                                  inline: rendersOffline, controls: controls, bank: bank)
+                                  inline: rendersOffline, workerPriority: min(max(workerPriority, 0), 99),
+                                  controls: controls, bank: bank)
         engine = e
         return e
     }
