@@ -16,12 +16,13 @@ final class VoiceRig: @unchecked Sendable {
     var farEnd: [Float]
     var captured: [Float] = []
 
-    /// - Parameters: `farEnd` at 48 kHz, mono; `configure` runs before initialization.
-    init(farEnd: [Float], configure: (VoiceProcessingIOUnit) throws -> Void = { _ in }) throws {
+    /// - Parameters: `farEnd` at `sampleRate` (48 kHz by default), mono; `configure` runs
+    ///   before initialization.
+    init(farEnd: [Float], sampleRate: Double = 48_000, configure: (VoiceProcessingIOUnit) throws -> Void = { _ in }) throws {
         self.farEnd = farEnd
         let ioNode = try graph.addNode(unit)
         try unit.setInputEnabled(true)
-        renderer = try OfflineRenderer(graph: graph, inputChannels: 1, outputChannels: 1)
+        renderer = try OfflineRenderer(graph: graph, inputChannels: 1, outputChannels: 1, sampleRate: sampleRate)
         try configure(unit)
         try unit.setProperty(.setInputCallback, scope: .global, element: 0, .inputCallback { [unowned self] _, list in
             self.captured.append(contentsOf: list[0])
@@ -257,6 +258,35 @@ struct VoiceProcessingIOUnitTests {
         #expect(outputs[0].allSatisfy { $0.isFinite } && loudPeak <= 1.0001, "full scale in: peak \(loudPeak)")
         #expect(outputs[0].contains { $0 != 0 }, "full scale in: something comes out")
         #expect(outputs[0] == outputs[1], "the same input twice: the same samples")
+    }
+
+    /// Device rates other than 48 kHz that are whole frames in 10 ms — 16 kHz (native), 44.1 kHz
+    /// and 96 kHz (the library resamples them inside) — cancel the echo too: the far end
+    /// (`Front_Center.wav` three times, resampled by linear interpolation) 20 ms late at −6 dB,
+    /// ERLE after 1.5 s ≥ 20 dB.
+    @Test(arguments: [16_000, 44_100, 96_000])
+    func otherDeviceRatesCancelTheEchoToo(rate: Int) throws {
+        let center = Speech.load().samples
+        let frames = Int(Double(center.count) * 3 * Double(rate) / 48_000)
+        let far = (0..<frames).map { i -> Float in
+            let x = Double(i) * 48_000 / Double(rate)
+            let k = Int(x) % center.count, t = Float(x - Double(Int(x)))
+            return center[k] * (1 - t) + center[(k + 1) % center.count] * t
+        }
+        let delay = rate / 50
+        let echo = (0..<frames).map { $0 >= delay ? 0.5 * far[$0 - delay] : 0 }
+        let rig = try VoiceRig(farEnd: far, sampleRate: Double(rate)) { unit in
+            unit.enablesAGC = false
+            try unit.setParameter(VoiceProcessingIOUnit.Parameter.noiseSuppression, 0, scope: .global)
+            unit.extraEchoPathDelay = 0.02
+        }
+        let out = try rig.render(echo)
+        let latency = rig.latency
+        let window = (rate * 3 / 2)..<(frames - latency)
+        let erle = 10 * log10(energy(echo, window) / max(energy(out, (window.lowerBound + latency)..<(window.upperBound + latency)), 1e-30))
+        print("VoiceProcessingIOUnit at \(rate) Hz: ERLE \(String(format: "%.1f", erle)) dB, latency \(latency) frames")
+        #expect(erle >= 20, "ERLE \(erle) dB at \(rate) Hz")
+        #expect(rig.unit.statistics.frames == UInt64(frames / (rate / 100)))
     }
 
     /// A new device rate (a server restarted at 16 kHz): the graph re-initialized at that rate
