@@ -33,6 +33,8 @@ final class VoiceIOMeters: @unchecked Sendable {
     let echoPathDelayMilliseconds = Atomic<Int>(0)
     /// 10 ms frames processed.
     let frames = Atomic<UInt64>(0)
+    /// Device frames a resampling bridge had no output for (silence; 0 by its sizing).
+    let bridgeShortfall = Atomic<UInt64>(0)
     /// Non-finite samples the library's output held (replaced with 0).
     let nonFiniteOutput = Atomic<UInt64>(0)
     /// The processed microphone's level change over the last 10 ms frame, dB (output RMS over
@@ -99,6 +101,8 @@ final class VoiceIOEngine: @unchecked Sendable {
     private let bank: ParameterBank
 
     private let processor: VoiceProcessor
+    /// For a device rate that is not a multiple of 100 Hz: the library at its own rate.
+    private let bridge: VoiceRateBridge?
     /// `[slot][channel][chunk]`.
     private let micSlots: UnsafeMutablePointer<Float>
     private let farSlots: UnsafeMutablePointer<Float>
@@ -145,10 +149,16 @@ final class VoiceIOEngine: @unchecked Sendable {
     init(sampleRate: Int, microphoneChannels: Int, farEndChannels: Int, maximumFramesPerSlice: Int,
          expectedSliceFrames: Int, inline: Bool, workerPriority: Int32 = 0,
          controls: VoiceIOControls, bank: ParameterBank) throws(AudioUnitError) {
+        guard (8_000...192_000).contains(sampleRate) else { throw .formatNotSupported }
+        // A device whose 10 ms is not whole frames (22 050, 11 025 Hz): the library runs at a
+        // rate of its own behind a resampling bridge.
+        let bridge = sampleRate % 100 == 0 ? nil
+            : try VoiceRateBridge(rate: sampleRate, microphoneChannels: microphoneChannels, farEndChannels: farEndChannels)
+        let processorRate = bridge?.processingRate ?? sampleRate
         // Every component enabled once at creation, so switching them later does not allocate.
         let all = VoiceProcessor.Configuration(echoCancellation: .moderate, noiseSuppression: .moderate,
                                                gainControl: VoiceProcessor.GainControl(), voiceDetection: true)
-        processor = try VoiceProcessor(sampleRate: sampleRate, microphoneChannels: microphoneChannels,
+        processor = try VoiceProcessor(sampleRate: processorRate, microphoneChannels: microphoneChannels,
                                        farEndChannels: farEndChannels, maximumFramesPerSlice: 16_384, configuration: all)
         // JACK's port latencies describe the acoustic path only roughly (a client in between
         // passes latencies through): the canceller finds the delay itself around the hint.
@@ -161,14 +171,15 @@ final class VoiceIOEngine: @unchecked Sendable {
         self.workerPriority = workerPriority
         self.controls = controls
         self.bank = bank
-        chunk = processor.framesPerChunk
+        self.bridge = bridge
+        chunk = bridge?.deviceChunk ?? processor.framesPerChunk
         var delays: [Int] = []
         for key in 0..<4 {
-            delays.append(try VoiceProcessor.measureLibraryDelay(sampleRate: sampleRate, configuration: Self.configuration(key: key),
-                                                                 maximumLag: 4 * chunk))
+            delays.append(try VoiceProcessor.measureLibraryDelay(sampleRate: processorRate, configuration: Self.configuration(key: key),
+                                                                 maximumLag: 4 * processor.framesPerChunk))
         }
         libraryDelays = delays
-        processingDelay = delays.max()!
+        processingDelay = delays.map { Self.pathDelay(library: $0, bridge: bridge) }.max()!
         outputLag = min(max(1, expectedSliceFrames), maximumFramesPerSlice) + chunk
         // Room for the lag, a slice, and a third of a second of worker slack.
         slotCount = (maximumFramesPerSlice + chunk) / chunk + 2 + max(8, sampleRate / 3 / chunk)
@@ -214,6 +225,13 @@ final class VoiceIOEngine: @unchecked Sendable {
         output.deallocate()
         dryHistory.deallocate()
         wetHistory.deallocate()
+    }
+
+    /// The processed path's delay in device frames for the library's `library` frames of delay
+    /// (at its own rate): through a bridge, its prefill plus that delay at the device rate.
+    private static func pathDelay(library: Int, bridge: VoiceRateBridge?) -> Int {
+        guard let bridge else { return library }
+        return bridge.prefill + Int((Double(library) * Double(bridge.rate) / Double(bridge.processingRate)).rounded())
     }
 
     /// The configuration for a delay-table key: bit 0 noise suppression, bit 1 AGC.
@@ -375,8 +393,13 @@ final class VoiceIOEngine: @unchecked Sendable {
         let processes = !bypass || !wasBypassed
         var inputEnergy: Float = 0, outputEnergy: Float = 0
         if processes {
-            processor.processFrame(microphone: UnsafePointer(micTable), farEnd: UnsafePointer(farTable))
-            let pad = delay - processor.libraryDelayFrames
+            if let bridge {
+                bridge.process(microphone: UnsafePointer(micTable), farEnd: UnsafePointer(farTable), with: processor)
+                meters.bridgeShortfall.store(bridge.underflowFrames, ordering: .relaxed)
+            } else {
+                processor.processFrame(microphone: UnsafePointer(micTable), farEnd: UnsafePointer(farTable))
+            }
+            let pad = delay - Self.pathDelay(library: processor.libraryDelayFrames, bridge: bridge)
             for c in 0..<microphoneChannels {
                 let out = outSlots + c * slotFloats + slot * chunk
                 let replaced = NonFinite.scrub(out, frames: chunk)

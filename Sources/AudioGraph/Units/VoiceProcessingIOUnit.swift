@@ -25,8 +25,10 @@ import Synchronization
 /// the render thread only copies (0 allocations, 0 locks). Offline (``OfflineRenderer``) the
 /// render thread processes inline, deterministically.
 ///
-/// Rates: multiples of 100 Hz from 8 to 192 kHz (the library resamples to 48 kHz at most inside);
-/// 1…8 channels each way. Another device format makes initialization throw
+/// Rates: 8 to 192 kHz. Multiples of 100 Hz go to the library as they are (it resamples to
+/// 48 kHz at most inside); others (22 050, 11 025 Hz), whose 10 ms is not whole frames, are
+/// converted to the next of 8, 16, 32 or 48 kHz and back (libsamplerate), which adds a fixed
+/// latency (reported). 1…8 channels each way. Another device format makes initialization throw
 /// ``AudioUnitError/formatNotSupported``.
 /// Thread: control thread, like every ``AudioUnit``; parameters from any thread.
 /// SAFETY (`@unchecked Sendable`): as AudioUnit; the voice settings are atomics (`VoiceIOControls`).
@@ -161,6 +163,10 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
         public var latencyFrames: Int
         /// Whether the worker runs with real-time scheduling (false offline or where refused).
         public var workerIsRealTime: Bool
+        /// For a device rate that is not a multiple of 100 Hz (the library runs at its own rate
+        /// behind libsamplerate): device frames the bridge had no output for, silence instead;
+        /// 0 by its sizing.
+        public var resamplingShortfallFrames: UInt64 = 0
     }
 
     /// The engine's counters and figures now. Thread: any (reads atomics).
@@ -175,7 +181,8 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
                           latencyIncreases: e.latencyIncreases.load(ordering: .relaxed),
                           echoPathDelayMilliseconds: e.meters.echoPathDelayMilliseconds.load(ordering: .relaxed),
                           delayEstimateMilliseconds: delay >= 0 ? delay : nil, echoReturnLossDB: erl.isNaN ? nil : erl,
-                          latencyFrames: e.totalLatencyFrames.load(ordering: .relaxed), workerIsRealTime: e.workerIsRealTime.load(ordering: .relaxed))
+                          latencyFrames: e.totalLatencyFrames.load(ordering: .relaxed), workerIsRealTime: e.workerIsRealTime.load(ordering: .relaxed),
+                          resamplingShortfallFrames: e.meters.bridgeShortfall.load(ordering: .relaxed))
     }
 
     /// Element 1's latency from the voice processing (the slots and the library), seconds.

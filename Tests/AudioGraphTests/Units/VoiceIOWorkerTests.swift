@@ -59,3 +59,28 @@ struct VoiceIOWorkerTests {
         }
     }
 }
+
+@Suite("Voice-processing IO unit: the resampling bridge")
+struct VoiceRateBridgeTests {
+    /// 22 050 and 11 025 Hz through the bridge for 5 s of noise: never short of output, and how
+    /// much of the prefill was never needed (printed, for its sizing).
+    @Test(arguments: [22_050, 11_025])
+    func theBridgeIsNeverShortOfOutput(rate: Int) throws {
+        let bridge = try VoiceRateBridge(rate: rate, microphoneChannels: 1, farEndChannels: 1)
+        let processor = try VoiceProcessor(sampleRate: bridge.processingRate, configuration: .init(echoCancellation: nil))
+        var random = SplitMix64(seed: 3)
+        let mic = UnsafeMutablePointer<Float>.allocate(capacity: bridge.deviceChunk)
+        let far = UnsafeMutablePointer<Float>.allocate(capacity: bridge.deviceChunk)
+        defer { mic.deallocate(); far.deallocate() }
+        var micTable = mic, farTable = far
+        for _ in 0..<(5 * rate / bridge.deviceChunk) {
+            for i in 0..<bridge.deviceChunk {
+                mic[i] = Float(Double(random.next() >> 11) / Double(1 << 53) - 0.5)
+                far[i] = 0
+            }
+            withUnsafePointer(to: &micTable) { m in withUnsafePointer(to: &farTable) { f in bridge.process(microphone: m, farEnd: f, with: processor) } }
+        }
+        print("VoiceRateBridge at \(rate) Hz → \(bridge.processingRate) Hz: prefill \(bridge.prefill) frames, lowest level \(bridge.lowestOutputLevel), shortfall \(bridge.underflowFrames)")
+        #expect(bridge.underflowFrames == 0)
+    }
+}
