@@ -33,10 +33,13 @@ options:
                         microphone passes as it comes, with the same latency
   --agc                 automatic gain control on (kAUVoiceIOProperty_VoiceProcessingEnableAGC;
                         off by default here, on by default in the unit as in Apple's)
-  --agc-target DBFS     the AGC's target peak level, -31…0 dBFS (default: -3)
+  --agc-target DBFS     the AGC's target peak level, -31…0 dBFS (default: -3); with --agc
   --noise-suppression L off, low, moderate, high or very-high (about 0, 6, 10, 15, 20 dB; default moderate)
-  --echo-delay MS       the acoustic path's delay added to the JACK-reported latency for the
-                        canceller's starting hint, 0…500 ms (default: 0; it tracks from there)
+  --echo-delay MS       the echo path's delay for the canceller's starting hint, 0…500 ms,
+                        instead of the capture + playback latency JACK reports for the ports
+                        (give it when other clients sit between graphvoice and the room: JACK
+                        adds up their latencies, in a loop even graphvoice's own); the canceller
+                        finds the true delay from the hint, in seconds when it is close
   --channels N          microphone, speaker and uplink ports each, 1…8 (default: 1)
   --name NAME           JACK client name (default: graphvoice)
   --server NAME         JACK server to join (default: $JACK_DEFAULT_SERVER or "default")
@@ -48,15 +51,18 @@ options:
   --duration SECONDS    stop by itself after SECONDS (default: until a signal)
   --help                show this help
 
-output: `graphvoice: in_1 → voice processing (…) → uplink_1; FILE → out_1; latency 21.9 ms` at
-start; once a second `ERLE 31 dB, uplink -42.0 dBFS, far end -18.3 dBFS, voice 0, gain -28.1 dB,
-delay hint 11 ms (estimate 44 ms), late 0`; at the end the frames processed, the late frames
-(processed too late for the render thread, passed unprocessed) and the xruns.
+output: `graphvoice: graphvoice:in_1… → voice processing (echo cancellation, noise suppression
+moderate, AGC off) → uplink_1… and FILE; FILE (looping) → out_1…; latency 29.3 ms` at start; once
+a second `ERLE 31 dB, uplink -42.0 dBFS, far end -18.3 dBFS, voice 0, gain -28.1 dB, delay hint
+11 ms (metric 4 ms), late 0 frames` (uplink and far end: every channel's RMS level, separated by
+"/"; ERLE "-" until the canceller has a figure, and while bypassed); at the end the 10 ms frames
+processed, the sample frames that came too late from the worker (sent as silence) and the xruns.
 
-exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or --duration; 1 when JACK fails (no
-server, a port that does not exist, the server gone) or a recording write fails; 2 for bad
-options, refused before JACK is joined (an unknown option, a --play file that cannot be read, a
---record file that cannot be created, a value out of range).
+exit status: 0 after SIGINT / SIGTERM / SIGHUP / SIGQUIT or --duration (which stops about then,
+within a period); 1 when JACK fails (no server, a port that does not exist, the server gone) or a
+recording write fails; 2 for bad options, refused before JACK is joined (an unknown option, an
+option missing its value, a --play file that cannot be read, a --record file that cannot be
+created, --agc-target without --agc, a value out of range).
 """
 
 let tool = Tool(name: "graphvoice")
@@ -74,8 +80,10 @@ var recordPath: String?
 var bypass = false
 var agc = false
 var agcTarget = -3
+var agcTargetGiven = false
 var noiseLevel = 2
 var echoDelay = 0.0
+var echoDelayGiven = false
 var uplinks: [String] = []
 var duration: Double?
 let noiseLevels = ["off", "low", "moderate", "high", "very-high"]
@@ -90,14 +98,16 @@ while let argument = arguments.next() {
     case "--record": recordPath = arguments.value(for: argument)
     case "--no-voice-processing": bypass = true
     case "--agc": agc = true
-    case "--agc-target": agcTarget = arguments.integer(for: argument, in: -31...0)
+    case "--agc-target":
+        agcTarget = arguments.integer(for: argument, in: -31...0)
+        agcTargetGiven = true
     case "--noise-suppression":
         let text = arguments.value(for: argument)
         guard let level = noiseLevels.firstIndex(of: text) ?? Int(text).flatMap({ (0...4).contains($0) ? $0 : nil }) else {
             tool.fail("--noise-suppression takes \(noiseLevels.joined(separator: ", ")) (or 0…4), not '\(text)'", status: ExitStatus.usage)
         }
         noiseLevel = level
-    case "--echo-delay": echoDelay = Double(arguments.integer(for: argument, in: 0...500)) / 1000
+    case "--echo-delay": echoDelay = Double(arguments.integer(for: argument, in: 0...500)) / 1000; echoDelayGiven = true
     case "--channels": client.channels = arguments.integer(for: argument, in: 1...8)
     case "--uplink": uplinks.append(arguments.value(for: argument))
     case "--duration":
@@ -111,6 +121,7 @@ while let argument = arguments.next() {
     }
 }
 ownServer.check(tool: tool)
+if agcTargetGiven && !agc { tool.fail("--agc-target sets the AGC's target: add --agc", status: ExitStatus.usage) }
 let channels = client.channels
 for (given, what) in [(client.routing.inputs.count, "--input"), (client.routing.outputs.count, "--output"), (uplinks.count, "--uplink")] where given > channels {
     tool.fail("\(given) \(what) ports but only \(channels) channel\(channels == 1 ? "" : "s") (raise --channels)", status: ExitStatus.usage)
@@ -124,6 +135,20 @@ if let playPath {
     guard let file = probe.fileFormat, file.frames > 0 else { tool.fail("--play \(playPath): it holds no audio frames", status: ExitStatus.usage) }
 }
 let recordSettings = recordPath.map { tool.recordingSettings(path: $0, sampleFormat: nil, sampleRate: nil, channels: channels) }
+// The file itself, made and removed again now: a place that cannot hold it (a read-only or
+// virtual file system) is a bad option, found before JACK is joined. (The recorder replaces it.)
+if let recordPath {
+    var info = stat()
+    if stat(recordPath, &info) == 0 {
+        if (info.st_mode & S_IFMT) == S_IFDIR { tool.fail("--record \(recordPath): it is a directory", status: ExitStatus.usage) }
+        if access(recordPath, W_OK) != 0 { tool.fail("--record \(recordPath): cannot write it: \(String(cString: strerror(errno)))", status: ExitStatus.usage) }
+    } else {
+        let fd = open(recordPath, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        if fd < 0 { tool.fail("--record \(recordPath): cannot create it: \(String(cString: strerror(errno)))", status: ExitStatus.usage) }
+        close(fd)
+        unlink(recordPath)
+    }
+}
 
 QuitSignals.install([SIGINT, SIGTERM, SIGHUP, SIGQUIT], secondSignalExits: false)
 
@@ -138,6 +163,8 @@ do {
     voice.bypassesVoiceProcessing = bypass
     voice.enablesAGC = agc
     voice.extraEchoPathDelay = echoDelay
+    // --echo-delay replaces JACK's figure: through other clients it adds up their latencies.
+    voice.usesDeviceLatency = !echoDelayGiven
     try voice.setParameter(VoiceProcessingIOUnit.Parameter.noiseSuppression, Float(noiseLevel), scope: .global)
     try voice.setParameter(VoiceProcessingIOUnit.Parameter.agcTargetLevel, Float(agcTarget), scope: .global)
     let merger = try MergerUnit(inputChannels: [channels, channels])
@@ -206,13 +233,15 @@ tool.say("graphvoice: \(driver.clientName):in_1… → voice processing (\(proce
 @MainActor func statusLine() -> String {
     func parameter(_ id: AudioUnitParameterID) -> Float { (try? voice.parameter(id, scope: .global)) ?? .nan }
     let stats = voice.statistics
-    let uplink = (try? uplinkMeter.averagePower(channel: 0)) ?? LevelMeter.silence
+    let uplink = (0..<channels).map { tenths((try? uplinkMeter.averagePower(channel: $0)) ?? LevelMeter.silence) }.joined(separator: "/")
     player?.updateMeters()
-    let far = player.map { $0.averagePower(forChannel: 0) } ?? LevelMeter.silence
+    let far = (0..<channels).map { c in tenths(player.map { $0.averagePower(forChannel: c) } ?? LevelMeter.silence) }
+        .joined(separator: "/")
     let erle = parameter(VoiceProcessingIOUnit.Parameter.echoReturnLossEnhancement)
-    return "ERLE \(erle.isFinite ? "\(Int(erle)) dB" : "-"), uplink \(tenths(uplink)) dBFS, far end \(tenths(far)) dBFS, "
+    let shownERLE = erle.isFinite && !voice.bypassesVoiceProcessing ? "\(Int(erle)) dB" : "-"
+    return "ERLE \(shownERLE), uplink \(uplink) dBFS, far end \(far) dBFS, "
         + "voice \(Int(parameter(VoiceProcessingIOUnit.Parameter.voiceActivity))), gain \(tenths(parameter(VoiceProcessingIOUnit.Parameter.processingGain))) dB, "
-        + "delay hint \(stats.echoPathDelayMilliseconds) ms (estimate \(stats.delayEstimateMilliseconds.map { "\($0) ms" } ?? "-")), late \(stats.lateFrames)"
+        + "delay hint \(stats.echoPathDelayMilliseconds) ms (metric \(stats.delayEstimateMilliseconds.map { "\($0) ms" } ?? "-")), late \(stats.lateFrames) frames"
 }
 
 /// Milliseconds on the monotonic clock.
@@ -249,7 +278,7 @@ if let recorder {
     }
 }
 let stats = voice.statistics
-tool.say("processed \(stats.frames) frames of 10 ms (\(stats.lateFrames) sample frames late, passed unprocessed); worker \(stats.workerIsRealTime ? "real-time (SCHED_FIFO, priority \(voice.workerPriority))" : "an ordinary thread (the server is not real-time, or SCHED_FIFO was refused)"); xruns \(driver.xrunCount)"
+tool.say("processed \(stats.frames) frames of 10 ms; \(stats.lateFrames) sample frames came too late from the worker (sent as silence); worker \(stats.workerIsRealTime ? "real-time (SCHED_FIFO, priority \(voice.workerPriority))" : "an ordinary thread (the server is not real-time, or SCHED_FIFO was refused)"); xruns \(driver.xrunCount)"
          + "\(ownJACKServer.map { "; server '\($0.name)' (child jackd) stopped" } ?? "")")
 QuitSignals.withDeadline(seconds: 2, exitStatus: status) { driver.close() }
 exit(status)

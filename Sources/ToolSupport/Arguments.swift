@@ -21,10 +21,14 @@ public struct Arguments {
     /// The next argument, or nil at the end.
     public mutating func next() -> String? { remaining.popFirst() }
 
-    /// The value after `flag`. Exits 2 with "FLAG needs a value (see --help)" when none is left.
+    /// The value after `flag`. Exits 2 with "FLAG needs a value (see --help)" when none is left,
+    /// or when the next argument is another long option (`--record --duration 1`: the value was
+    /// left out; a file really named so is `./--name`).
     public mutating func value(for flag: String) -> String {
-        guard let value = remaining.popFirst() else { tool.fail("\(flag) needs a value (see --help)", status: ExitStatus.usage) }
-        return value
+        guard let value = remaining.first, !(value.hasPrefix("--") && value.count > 2 && value.dropFirst(2).first!.isLetter) else {
+            tool.fail("\(flag) needs a value (see --help)", status: ExitStatus.usage)
+        }
+        return remaining.popFirst()!
     }
 
     /// The next argument when it is a value rather than another option (it does not start with

@@ -185,6 +185,34 @@ extension JACKIntegration {
             #expect(bypassed.correlation >= 0.99, "bypassed: the microphone as it came \(bypassed.correlation)")
         }
 
+        /// Bad options: status 2 and one line saying what is wrong, before JACK is joined (the
+        /// server named does not exist, so joining would have failed with status 1); no file left.
+        static let badOptions: [([String], String)] = [
+            (["--play", "/nonexistent/far.wav"], "--play /nonexistent/far.wav: cannot read it"),
+            (["--play", "/tmp"], "--play /tmp: cannot read it"),
+            (["--record", "/proc/ag-gvoice-bad.wav"], "--record /proc/ag-gvoice-bad.wav: cannot create it"),
+            (["--record", "/tmp/ag-gvoice-bad.xyz"], "cannot tell the file type"),
+            (["--record", "--duration", "1"], "--record needs a value"),
+            (["--agc-target", "-20"], "--agc-target sets the AGC's target: add --agc"),
+            (["--agc", "--agc-target", "5"], "--agc-target must be a whole number -31…0, not '5'"),
+            (["--noise-suppression", "banana"], "--noise-suppression takes off, low, moderate, high, very-high (or 0…4), not 'banana'"),
+            (["--echo-delay", "9999"], "--echo-delay must be a whole number 0…500, not '9999'"),
+            (["--channels", "9"], "--channels must be a whole number 1…8, not '9'"),
+            (["--duration", "0"], "--duration takes a number of seconds above 0, not '0'"),
+            (["--bogus"], "unknown option '--bogus'"),
+            (["far.wav"], "graphvoice takes no file argument ('far.wav')"),
+        ]
+
+        @Test(arguments: 0..<VoiceProcessingJACKTests.badOptions.count)
+        func graphvoiceRefusesBadOptionsBeforeJoiningJACK(_ index: Int) throws {
+            let (options, message) = Self.badOptions[index]
+            let tool = try ToolProcess("graphvoice", options, server: "no-such-server-\(getpid())")
+            #expect(tool.waitForExit() == 2, "\(options): \(tool.stderr)")
+            #expect(tool.stderr.hasPrefix("graphvoice: ") && tool.stderr.contains(message), "\(options): \(tool.stderr)")
+            #expect(tool.stderr.split(separator: "\n").count == 1 && tool.stdout.isEmpty, "\(options): \(tool.stdout) \(tool.stderr)")
+            for file in options where file.hasPrefix("/tmp/ag-gvoice-bad") || file.hasPrefix("/proc/") { #expect(access(file, F_OK) != 0) }
+        }
+
         /// A JACK period change while processing (on a server of its own): from 256 to 1024
         /// frames the latency grows once by 768 frames (one gap, counted), processing goes on;
         /// back to 256 it stays (a shorter slice needs no more).

@@ -14,6 +14,8 @@ final class VoiceIOControls: @unchecked Sendable {
     let agc = Atomic<Bool>(true)
     /// `kAUVoiceIOProperty_MuteOutput` (2104): element 1's output is silence (processing goes on).
     let mute = Atomic<Bool>(false)
+    /// Whether the device's latencies are part of the hint (else the app's delay alone).
+    let usesDeviceLatency = Atomic<Bool>(true)
     /// The delay the app adds to the JACK-reported one (the acoustic path), seconds × 1e6.
     let extraEchoDelayMicroseconds = Atomic<Int>(0)
     /// The device's capture and playback latency in frames, as the driver last learnt them
@@ -58,7 +60,8 @@ final class VoiceIOMeters: @unchecked Sendable {
 ///
 /// ``outputLag`` = the largest slice expected + one 10 ms frame: the slot a slice reads was
 /// complete before the slice began, so the worker has a whole period to process it. A slot the
-/// worker has not finished goes out unprocessed (counted: `lateFrames`). A worker more than
+/// worker has not finished goes out as silence (the raw microphone would carry the far end's
+/// echo at full level; bypassed, it is the microphone) and is counted (`lateFrames`). A worker more than
 /// a third of a second behind (stalled) would read slots the render thread is filling again:
 /// its output is then wrong until it catches up, never unsafe memory.
 /// Offline (``inline``) the render thread processes each slot as soon as it is complete, with
@@ -93,6 +96,9 @@ final class VoiceIOEngine: @unchecked Sendable {
     let lateFrames = Atomic<UInt64>(0)
     /// Slices longer than the engine expected (the latency grew by the difference once each).
     let latencyIncreases = Atomic<UInt64>(0)
+    /// Whether the last frame the worker made was bypassed (the render thread's choice for a
+    /// late frame: the microphone then, silence otherwise).
+    let bypassed = Atomic<Bool>(false)
     /// The library's delay the processed signal is padded to (the most over the reachable
     /// configurations), frames.
     let processingDelay: Int
@@ -126,6 +132,8 @@ final class VoiceIOEngine: @unchecked Sendable {
     private let wetHistory: UnsafeMutablePointer<Float>
     private let historyLength: Int
     private var wasBypassed = false
+    /// The canceller's last ERLE and ERL figures (NaN before the first).
+    private var lastERLE = Float.nan, lastERL = Float.nan
     private var muteGain: Float = 1
     private var libraryDelays: [Int]  // by configuration key (noise suppression on, AGC on)
     private var worker: ConsumerThread?
@@ -207,7 +215,8 @@ final class VoiceIOEngine: @unchecked Sendable {
         wetHistory.initialize(repeating: 0, count: historyLength * microphoneChannels)
         totalLatencyFrames.store(outputLag + processingDelay, ordering: .relaxed)
         // The configuration the controls ask for now.
-        _ = applySettings(force: true)
+        wasBypassed = applySettings(force: true)
+        bypassed.store(wasBypassed, ordering: .relaxed)
         if !inline {
             worker = ConsumerThread { [unowned(unsafe) self] in self.workerLoop() }
         }
@@ -263,8 +272,11 @@ final class VoiceIOEngine: @unchecked Sendable {
             }
             done += n
         }
-        // Element 1's frames: `outputLag` behind what was just written.
+        // Element 1's frames: `outputLag` behind what was just written. A frame the worker has
+        // not finished is silence while processing (the raw microphone would be the far end's
+        // echo at full level), the microphone itself while bypassed.
         let ready = processed.load(ordering: .acquiring)
+        let lateIsSilent = !bypassed.load(ordering: .relaxed)
         done = 0
         while done < frames {
             let position = written - outputLag + done
@@ -276,8 +288,15 @@ final class VoiceIOEngine: @unchecked Sendable {
             }
             let index = position / chunk, slot = index % slotCount, within = position % chunk
             let n = min(frames - done, chunk - within)
+            if index >= ready {
+                lateFrames.add(UInt64(n), ordering: .relaxed)
+                if lateIsSilent {
+                    for c in 0..<microphoneChannels { (output[c] + done).update(repeating: 0, count: n) }
+                    done += n
+                    continue
+                }
+            }
             let source = index < ready ? outSlots : micSlots
-            if index >= ready { lateFrames.add(UInt64(n), ordering: .relaxed) }
             for c in 0..<microphoneChannels {
                 copy(source + c * slotFloats + slot * chunk + within, to: output[c] + done, frames: n)
             }
@@ -334,6 +353,8 @@ final class VoiceIOEngine: @unchecked Sendable {
             processSlot(next)
             next += 1
             processed.store(next, ordering: .releasing)
+            // Counted once published, so a reader that sees the count sees the frame ready.
+            meters.frames.add(1, ordering: .relaxed)
         }
         return true
     }
@@ -365,7 +386,8 @@ final class VoiceIOEngine: @unchecked Sendable {
                 appliedTarget = target; appliedCompression = compression
             }
         }
-        let delayFrames = controls.captureLatencyFrames.load(ordering: .relaxed) + controls.playbackLatencyFrames.load(ordering: .relaxed)
+        let delayFrames = !controls.usesDeviceLatency.load(ordering: .relaxed) ? 0
+            : controls.captureLatencyFrames.load(ordering: .relaxed) + controls.playbackLatencyFrames.load(ordering: .relaxed)
         let seconds = Double(delayFrames) / Double(sampleRate) + Double(controls.extraEchoDelayMicroseconds.load(ordering: .relaxed)) / 1e6
         try? processor.setEchoPathDelay(seconds: min(max(seconds, 0), 0.5))
         meters.echoPathDelayMilliseconds.store(processor.echoPathDelayMilliseconds, ordering: .relaxed)
@@ -429,6 +451,7 @@ final class VoiceIOEngine: @unchecked Sendable {
             for i in 0..<chunk { outputEnergy += out[i] * out[i] }
         }
         wasBypassed = bypass
+        bypassed.store(bypass, ordering: .relaxed)
         // Mute: a linear ramp over the frame towards 0 or 1.
         let target: Float = controls.mute.load(ordering: .relaxed) ? 0 : 1
         if target != muteGain || target == 0 {
@@ -439,16 +462,18 @@ final class VoiceIOEngine: @unchecked Sendable {
             }
             muteGain = target
         }
-        meters.frames.add(1, ordering: .relaxed)
         if inputEnergy > 0 {
             meters.processingGain.store((10 * log10(max(outputEnergy, 1e-20) / inputEnergy)).bitPattern, ordering: .relaxed)
         }
         if processes {
             let m = processor.metrics()
-            // −100 dB is the canceller's "no figure yet" (its offset level): none.
-            let erle = m.echoReturnLossEnhancementDB.flatMap { $0 > -100 ? Float($0) : nil } ?? .nan
+            // −100 dB is the canceller's offset level: "no figure" before it has one, and again
+            // when the residual is too faint to measure (deep cancellation): the last figure holds.
+            if let value = m.echoReturnLossEnhancementDB, value > -100 { lastERLE = Float(value) }
+            let erle = lastERLE
             meters.erle.store(erle.bitPattern, ordering: .relaxed)
-            meters.erl.store((m.echoReturnLossDB.map(Float.init) ?? .nan).bitPattern, ordering: .relaxed)
+            if let value = m.echoReturnLossDB, value > -100 { lastERL = Float(value) }
+            meters.erl.store(lastERL.bitPattern, ordering: .relaxed)
             meters.speechProbability.store((m.speechProbability ?? .nan).bitPattern, ordering: .relaxed)
             meters.voiceActive.store(m.voiceActive.map { $0 ? 1 : 0 } ?? -1, ordering: .relaxed)
             meters.delayEstimateMilliseconds.store(m.delayEstimateMilliseconds ?? -1, ordering: .relaxed)

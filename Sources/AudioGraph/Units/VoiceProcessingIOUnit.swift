@@ -137,6 +137,16 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
         set { controls.extraEchoDelayMicroseconds.store(Int((min(max(newValue.isFinite ? newValue : 0, 0), 0.5) * 1e6).rounded()), ordering: .relaxed) }
     }
 
+    /// Whether the canceller's hint includes the device's capture + playback latency (default
+    /// true). Through other JACK clients — a loop, a room simulator, a network bridge — JACK adds
+    /// up latencies that are not the acoustic path (a loop back into graphvoice reported 117–234
+    /// ms for a 5 ms path, and the canceller took about 15 s to find the echo from there): set
+    /// false and give the path as ``extraEchoPathDelay``. Thread: any.
+    public var usesDeviceLatency: Bool {
+        get { controls.usesDeviceLatency.load(ordering: .relaxed) }
+        set { controls.usesDeviceLatency.store(newValue, ordering: .relaxed) }
+    }
+
     /// Tells the canceller the device's capture or playback latency (JACK's port latency
     /// ranges), frames ≥ 0; nil leaves one as it was. Drivers call it when the server's
     /// latencies change. Thread: any.
@@ -147,15 +157,18 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
 
     /// What the voice processing has done so far, for status lines and tests. Thread: any.
     public struct Statistics: Sendable, Equatable {
-        /// 10 ms frames processed.
+        /// 10 ms frames processed (device frames of `rate / 100` at 22 050 and 11 025 Hz).
         public var frames: UInt64
-        /// Frames element 1 delivered unprocessed because the worker had not finished them.
+        /// Sample frames element 1 delivered as silence (bypassed: unprocessed) because the
+        /// worker had not finished their 10 ms frame in time.
         public var lateFrames: UInt64
         /// Times a slice longer than expected raised the latency.
         public var latencyIncreases: UInt64
-        /// The echo path delay hint in force, ms, and the canceller's own estimate (nil: none yet).
+        /// The echo path delay hint in force, ms.
         public var echoPathDelayMilliseconds: Int
-        /// The canceller's own estimate of the echo path's delay, ms (nil: none yet).
+        /// The canceller's delay metric (WebRTC's `GetDelayMetrics` median, ms): where in its
+        /// buffers it finds the echo relative to the hint, not the echo path's delay itself
+        /// (nil: none yet).
         public var delayEstimateMilliseconds: Int?
         /// Echo return loss (far end to microphone), dB, the canceller's average (nil: none yet).
         public var echoReturnLossDB: Float?
@@ -224,14 +237,16 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
     override func getUnitProperty(_ id: AudioUnitPropertyID, scope: AudioUnitScope, element: AudioUnitElement) throws(AudioUnitError) -> AudioUnitPropertyValue {
         guard let flag = flag(id) else { return try super.getUnitProperty(id, scope: scope, element: element) }
         guard scope == .global else { throw .invalidScope }
-        guard element == 0 else { throw .invalidElement }
+        // Element 0 as Apple documents; 1 too, as code written for iOS passes it (WebRTC's own
+        // VoiceProcessingIO code reads AGC on global scope, element 1) and Apple's unit takes it.
+        guard element <= 1 else { throw .invalidElement }
         return .uint32(self[keyPath: flag] ? 1 : 0)
     }
 
     override func setUnitProperty(_ id: AudioUnitPropertyID, scope: AudioUnitScope, element: AudioUnitElement, _ value: AudioUnitPropertyValue) throws(AudioUnitError) {
         guard let flag = flag(id) else { return try super.setUnitProperty(id, scope: scope, element: element, value) }
         guard scope == .global else { throw .invalidScope }
-        guard element == 0 else { throw .invalidElement }
+        guard element <= 1 else { throw .invalidElement }
         guard case .uint32(let v) = value, v <= 1 else { throw .invalidPropertyValue }
         self[keyPath: flag] = v == 1
     }
