@@ -61,9 +61,9 @@ final class VoiceIOMeters: @unchecked Sendable {
 /// ``outputLag`` = the largest slice expected + one 10 ms frame: the slot a slice reads was
 /// complete before the slice began, so the worker has a whole period to process it. A slot the
 /// worker has not finished goes out as silence (the raw microphone would carry the far end's
-/// echo at full level; bypassed, it is the microphone) and is counted (`lateFrames`). A worker more than
-/// a third of a second behind (stalled) would read slots the render thread is filling again:
-/// its output is then wrong until it catches up, never unsafe memory.
+/// echo at full level; bypassed, it is the microphone) and is counted (`lateFrames`). A worker
+/// more than a third of a second behind (stalled) would read slots the render thread is
+/// filling again: its output is then wrong until it catches up (the memory stays valid).
 /// Offline (``inline``) the render thread processes each slot as soon as it is complete, with
 /// the same lag, so offline output is what a live run gives when the worker keeps up.
 ///
@@ -77,7 +77,8 @@ final class VoiceIOEngine: @unchecked Sendable {
     let sampleRate: Int
     let microphoneChannels: Int
     let farEndChannels: Int
-    /// Frames in one 10 ms frame.
+    /// Device frames per slot: one 10 ms frame (`rate / 100`, rounded down where the resampling
+    /// bridge runs).
     let chunk: Int
     /// Slots in the ring (each one 10 ms frame of microphone, far end and output).
     let slotCount: Int
