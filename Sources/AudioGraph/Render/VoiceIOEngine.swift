@@ -26,11 +26,10 @@ final class VoiceIOControls: @unchecked Sendable {
 
 /// The meters and counters the worker publishes (relaxed atomics; floats as bit patterns).
 /// SAFETY (`@unchecked Sendable`): every field is an atomic.
+/// (ERLE, speech probability, voice activity and processing gain are the unit's read-only
+/// parameters, in its bank.)
 final class VoiceIOMeters: @unchecked Sendable {
-    let erle = Atomic<UInt32>(Float.nan.bitPattern)
     let erl = Atomic<UInt32>(Float.nan.bitPattern)
-    let speechProbability = Atomic<UInt32>(Float.nan.bitPattern)
-    let voiceActive = Atomic<Int>(-1)
     let delayEstimateMilliseconds = Atomic<Int>(-1)
     let echoPathDelayMilliseconds = Atomic<Int>(0)
     /// 10 ms frames processed.
@@ -39,9 +38,6 @@ final class VoiceIOMeters: @unchecked Sendable {
     let bridgeShortfall = Atomic<UInt64>(0)
     /// Non-finite samples the library's output held (replaced with 0).
     let nonFiniteOutput = Atomic<UInt64>(0)
-    /// The processed microphone's level change over the last 10 ms frame, dB (output RMS over
-    /// input RMS; the echo removed, the noise suppressed and the AGC's gain together).
-    let processingGain = Atomic<UInt32>(Float.nan.bitPattern)
 }
 
 /// What the voice-processing IO unit runs: its element 1 (the microphone as the graph receives
@@ -108,6 +104,8 @@ final class VoiceIOEngine: @unchecked Sendable {
     private let bank: ParameterBank
 
     private let processor: VoiceProcessor
+    /// Owns the slots, tables, output and histories.
+    private let memory: PlanResources
     /// For a device rate that is not a multiple of 100 Hz: the library at its own rate.
     private let bridge: VoiceRateBridge?
     /// `[slot][channel][chunk]`.
@@ -164,9 +162,9 @@ final class VoiceIOEngine: @unchecked Sendable {
         let bridge = sampleRate % 100 == 0 ? nil
             : try VoiceRateBridge(rate: sampleRate, microphoneChannels: microphoneChannels, farEndChannels: farEndChannels)
         let processorRate = bridge?.processingRate ?? sampleRate
-        // Every component enabled once at creation, so switching them later does not allocate.
-        let all = VoiceProcessor.Configuration(echoCancellation: .moderate, noiseSuppression: .moderate,
-                                               gainControl: VoiceProcessor.GainControl(), voiceDetection: true)
+        // Every component enabled once at creation (the configuration of key 3), so switching
+        // them later does not allocate.
+        let all = Self.configuration(key: 3)
         processor = try VoiceProcessor(sampleRate: processorRate, microphoneChannels: microphoneChannels,
                                        farEndChannels: farEndChannels, maximumFramesPerSlice: 16_384, configuration: all)
         // JACK's port latencies describe the acoustic path only roughly (a client in between
@@ -182,38 +180,31 @@ final class VoiceIOEngine: @unchecked Sendable {
         self.bank = bank
         self.bridge = bridge
         chunk = bridge?.deviceChunk ?? processor.framesPerChunk
+        // The library's delay for each key; key 3's the processor measured when it was made.
         var delays: [Int] = []
-        for key in 0..<4 {
+        for key in 0..<3 {
             delays.append(try VoiceProcessor.measureLibraryDelay(sampleRate: processorRate, configuration: Self.configuration(key: key),
                                                                  maximumLag: 4 * processor.framesPerChunk))
         }
+        delays.append(processor.libraryDelayFrames)
         libraryDelays = delays
         processingDelay = delays.map { Self.pathDelay(library: $0, bridge: bridge) }.max()!
         outputLag = min(max(1, expectedSliceFrames), maximumFramesPerSlice) + chunk
         // Room for the lag, a slice, and a third of a second of worker slack.
         slotCount = (maximumFramesPerSlice + chunk) / chunk + 2 + max(8, sampleRate / 3 / chunk)
         let slotFloats = slotCount * chunk
-        micSlots = .allocate(capacity: slotFloats * microphoneChannels)
-        micSlots.initialize(repeating: 0, count: slotFloats * microphoneChannels)
-        farSlots = .allocate(capacity: slotFloats * farEndChannels)
-        farSlots.initialize(repeating: 0, count: slotFloats * farEndChannels)
-        outSlots = .allocate(capacity: slotFloats * microphoneChannels)
-        outSlots.initialize(repeating: 0, count: slotFloats * microphoneChannels)
-        micTable = .allocate(capacity: microphoneChannels)
-        micTable.initialize(repeating: micSlots, count: microphoneChannels)
-        farTable = .allocate(capacity: farEndChannels)
-        farTable.initialize(repeating: farSlots, count: farEndChannels)
-        output = .allocate(capacity: microphoneChannels)
-        for c in 0..<microphoneChannels {
-            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: maximumFramesPerSlice)
-            buffer.initialize(repeating: 0, count: maximumFramesPerSlice)
-            output[c] = buffer
-        }
+        // Zero-filled, freed with the engine (after deinit has joined the worker).
+        let memory = PlanResources()
+        self.memory = memory
+        micSlots = memory.allocate(Float.self, count: slotFloats * microphoneChannels)
+        farSlots = memory.allocate(Float.self, count: slotFloats * farEndChannels)
+        outSlots = memory.allocate(Float.self, count: slotFloats * microphoneChannels)
+        micTable = memory.allocate(UnsafeMutablePointer<Float>.self, count: microphoneChannels)
+        farTable = memory.allocate(UnsafeMutablePointer<Float>.self, count: farEndChannels)
+        output = memory.allocateChannels(microphoneChannels, frames: maximumFramesPerSlice)
         historyLength = chunk + processingDelay
-        dryHistory = .allocate(capacity: historyLength * microphoneChannels)
-        dryHistory.initialize(repeating: 0, count: historyLength * microphoneChannels)
-        wetHistory = .allocate(capacity: historyLength * microphoneChannels)
-        wetHistory.initialize(repeating: 0, count: historyLength * microphoneChannels)
+        dryHistory = memory.allocate(Float.self, count: historyLength * microphoneChannels)
+        wetHistory = memory.allocate(Float.self, count: historyLength * microphoneChannels)
         totalLatencyFrames.store(outputLag + processingDelay, ordering: .relaxed)
         // The configuration the controls ask for now.
         wasBypassed = applySettings(force: true)
@@ -226,15 +217,6 @@ final class VoiceIOEngine: @unchecked Sendable {
     deinit {
         running.store(false, ordering: .releasing)
         worker?.join()
-        micSlots.deallocate()
-        farSlots.deallocate()
-        outSlots.deallocate()
-        micTable.deallocate()
-        farTable.deallocate()
-        for c in 0..<microphoneChannels { output[c].deallocate() }
-        output.deallocate()
-        dryHistory.deallocate()
-        wetHistory.deallocate()
     }
 
     /// The processed path's delay in device frames for the library's `library` frames of delay
@@ -263,22 +245,13 @@ final class VoiceIOEngine: @unchecked Sendable {
             latencyIncreases.add(1, ordering: .relaxed)
         }
         let slotFloats = slotCount * chunk
-        var done = 0
-        while done < frames {
-            let position = written + done
-            let slot = (position / chunk) % slotCount, within = position % chunk
-            let n = min(frames - done, chunk - within)
-            for c in 0..<microphoneChannels {
-                copy(input[c] + done, to: micSlots + c * slotFloats + slot * chunk + within, frames: n)
-            }
-            done += n
-        }
+        store(input, channels: microphoneChannels, offset: 0, frames: frames, into: micSlots, slotChannels: microphoneChannels, at: written)
         // Element 1's frames: `outputLag` behind what was just written. A frame the worker has
         // not finished is silence while processing (the raw microphone would be the far end's
         // echo at full level), the microphone itself while bypassed.
         let ready = processed.load(ordering: .acquiring)
         let lateIsSilent = !bypassed.load(ordering: .relaxed)
-        done = 0
+        var done = 0
         while done < frames {
             let position = written - outputLag + done
             if position < 0 {
@@ -311,22 +284,30 @@ final class VoiceIOEngine: @unchecked Sendable {
     /// slots, and (inline) processes them.
     @_noLocks
     func reference(_ played: UnsafePointer<UnsafeMutablePointer<Float>>, channels: Int, offset: Int, frames: Int) {
+        store(played, channels: channels, offset: offset, frames: frames, into: farSlots, slotChannels: farEndChannels, at: farWritten)
+        farWritten += frames
+        submitted.store(farWritten / chunk, ordering: .releasing)
+        if inline { RealTime.voiceProcessInline(Unmanaged.passUnretained(self).toOpaque()) }
+    }
+
+    /// Writes `frames` frames of `source` (`[channels]` pointers, from `offset`) into `slots`
+    /// (`[slotChannels][slot][chunk]`) from stream frame `position` on, across slot boundaries;
+    /// slot channels the source lacks get silence.
+    @_noLocks
+    private func store(_ source: UnsafePointer<UnsafeMutablePointer<Float>>, channels: Int, offset: Int, frames: Int,
+                       into slots: UnsafeMutablePointer<Float>, slotChannels: Int, at position: Int) {
         let slotFloats = slotCount * chunk
         var done = 0
         while done < frames {
-            let position = farWritten + done
-            let slot = (position / chunk) % slotCount, within = position % chunk
+            let slot = ((position + done) / chunk) % slotCount, within = (position + done) % chunk
             let n = min(frames - done, chunk - within)
-            for c in 0..<farEndChannels {
-                let destination = farSlots + c * slotFloats + slot * chunk + within
-                if c < channels { copy(played[c] + offset + done, to: destination, frames: n) }
+            for c in 0..<slotChannels {
+                let destination = slots + c * slotFloats + slot * chunk + within
+                if c < channels { copy(source[c] + offset + done, to: destination, frames: n) }
                 else { destination.update(repeating: 0, count: n) }
             }
             done += n
         }
-        farWritten += frames
-        submitted.store(farWritten / chunk, ordering: .releasing)
-        if inline { RealTime.voiceProcessInline(Unmanaged.passUnretained(self).toOpaque()) }
     }
 
     // MARK: - Worker (or the render thread, inline)
@@ -464,25 +445,20 @@ final class VoiceIOEngine: @unchecked Sendable {
             muteGain = target
         }
         if inputEnergy > 0 {
-            meters.processingGain.store((10 * log10(max(outputEnergy, 1e-20) / inputEnergy)).bitPattern, ordering: .relaxed)
+            bank.store(VoiceProcessingIOUnit.Slot.processingGain, 10 * log10(max(outputEnergy, 1e-20) / inputEnergy))
         }
         if processes {
             let m = processor.metrics()
             // −100 dB is the canceller's offset level: "no figure" before it has one, and again
             // when the residual is too faint to measure (deep cancellation): the last figure holds.
             if let value = m.echoReturnLossEnhancementDB, value > -100 { lastERLE = Float(value) }
-            let erle = lastERLE
-            meters.erle.store(erle.bitPattern, ordering: .relaxed)
             if let value = m.echoReturnLossDB, value > -100 { lastERL = Float(value) }
             meters.erl.store(lastERL.bitPattern, ordering: .relaxed)
-            meters.speechProbability.store((m.speechProbability ?? .nan).bitPattern, ordering: .relaxed)
-            meters.voiceActive.store(m.voiceActive.map { $0 ? 1 : 0 } ?? -1, ordering: .relaxed)
             meters.delayEstimateMilliseconds.store(m.delayEstimateMilliseconds ?? -1, ordering: .relaxed)
             // The unit's read-only parameters.
-            bank.store(VoiceProcessingIOUnit.Slot.erle, erle)
+            bank.store(VoiceProcessingIOUnit.Slot.erle, lastERLE)
             bank.store(VoiceProcessingIOUnit.Slot.speechProbability, m.speechProbability ?? .nan)
             bank.store(VoiceProcessingIOUnit.Slot.voiceActivity, m.voiceActive == true ? 1 : 0)
         }
-        bank.store(VoiceProcessingIOUnit.Slot.processingGain, Float(bitPattern: meters.processingGain.load(ordering: .relaxed)))
     }
 }

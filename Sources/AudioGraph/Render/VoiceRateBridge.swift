@@ -34,6 +34,8 @@ final class VoiceRateBridge {
     /// Pointer tables handed to the converters and the library.
     private let rawIn: UnsafeMutablePointer<UnsafeMutableRawPointer>, rawOut: UnsafeMutablePointer<UnsafeMutableRawPointer>
     private let micTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, farTable: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// Owns the FIFOs and tables.
+    private let memory: PlanResources
 
     /// The processing rate for a device rate: the next of 8, 16, 32, 48 kHz at or above it (48 kHz above that).
     static func processingRate(for rate: Int) -> Int { [8_000, 16_000, 32_000, 48_000].first { $0 >= rate } ?? 48_000 }
@@ -62,29 +64,18 @@ final class VoiceRateBridge {
         prefill = deviceChunk + Int((Double(processingChunk) * r / p).rounded(.up)) + 64
         let capacity = 4 * (prefill + toProcessingMic.maximumOutputFrames(forInputFrames: maxIn) + fromProcessing.maximumOutputFrames(forInputFrames: maxIn)) + 4096
         self.capacity = capacity
-        func fifo(_ channels: Int) -> UnsafeMutablePointer<Float> {
-            let p = UnsafeMutablePointer<Float>.allocate(capacity: channels * capacity)
-            p.initialize(repeating: 0, count: channels * capacity)
-            return p
-        }
-        micFIFO = fifo(microphoneChannels)
-        farFIFO = fifo(farEndChannels)
-        outFIFO = fifo(microphoneChannels)
+        // Zero-filled, freed with the bridge.
+        let memory = PlanResources()
+        self.memory = memory
+        micFIFO = memory.allocate(Float.self, count: microphoneChannels * capacity)
+        farFIFO = memory.allocate(Float.self, count: farEndChannels * capacity)
+        outFIFO = memory.allocate(Float.self, count: microphoneChannels * capacity)
         outCount = prefill
         let most = max(microphoneChannels, farEndChannels)
-        rawIn = .allocate(capacity: most)
-        rawIn.initialize(repeating: UnsafeMutableRawPointer(micFIFO), count: most)
-        rawOut = .allocate(capacity: most)
-        rawOut.initialize(repeating: UnsafeMutableRawPointer(micFIFO), count: most)
-        micTable = .allocate(capacity: microphoneChannels)
-        micTable.initialize(repeating: micFIFO, count: microphoneChannels)
-        farTable = .allocate(capacity: farEndChannels)
-        farTable.initialize(repeating: farFIFO, count: farEndChannels)
-    }
-
-    deinit {
-        micFIFO.deallocate(); farFIFO.deallocate(); outFIFO.deallocate()
-        rawIn.deallocate(); rawOut.deallocate(); micTable.deallocate(); farTable.deallocate()
+        rawIn = memory.allocate(UnsafeMutableRawPointer.self, count: most)
+        rawOut = memory.allocate(UnsafeMutableRawPointer.self, count: most)
+        micTable = memory.allocate(UnsafeMutablePointer<Float>.self, count: microphoneChannels)
+        farTable = memory.allocate(UnsafeMutablePointer<Float>.self, count: farEndChannels)
     }
 
     /// Converts `frames` device frames of `channels` channels (`source[c]`) into `fifo` after its

@@ -180,6 +180,8 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
         /// behind libsamplerate): device frames the bridge had no output for, silence instead;
         /// 0 by its sizing.
         public var resamplingShortfallFrames: UInt64 = 0
+        /// NaN or ±Inf samples the library's output held, replaced with 0 (never seen so far).
+        public var nonFiniteOutputSamples: UInt64 = 0
     }
 
     /// The engine's counters and figures now. Thread: any (reads atomics).
@@ -195,7 +197,8 @@ public final class VoiceProcessingIOUnit: IOUnit, @unchecked Sendable {
                           echoPathDelayMilliseconds: e.meters.echoPathDelayMilliseconds.load(ordering: .relaxed),
                           delayEstimateMilliseconds: delay >= 0 ? delay : nil, echoReturnLossDB: erl.isNaN ? nil : erl,
                           latencyFrames: e.totalLatencyFrames.load(ordering: .relaxed), workerIsRealTime: e.workerIsRealTime.load(ordering: .relaxed),
-                          resamplingShortfallFrames: e.meters.bridgeShortfall.load(ordering: .relaxed))
+                          resamplingShortfallFrames: e.meters.bridgeShortfall.load(ordering: .relaxed),
+                          nonFiniteOutputSamples: e.meters.nonFiniteOutput.load(ordering: .relaxed))
     }
 
     /// Element 1's latency from the voice processing (the slots and the library), seconds.
