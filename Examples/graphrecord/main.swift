@@ -207,17 +207,10 @@ func levelLine() -> String {
     return "level (dBFS RMS/peak): \(channels.joined(separator: ", ")); \(recorder.framesWritten) frames written"
 }
 
-/// Milliseconds on the monotonic clock.
-func now() -> Int64 {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000
-}
-
 // 4. Until a signal or the --duration: the level once a second. With a duration the loop also
 // looks 50 times a second whether the file is complete (the recorder itself stops at the limit).
 let loop = MainLoop(tool: tool, driver: driver)
-var nextLevel = now() + 1000
+var nextLevel = monotonicMilliseconds() + 1000
 // With --reconnect the file goes on: the downtime is not recorded (nothing rendered), so it is
 // said where it falls, in the file's frames, and summed for the end.
 loop.follow(client)
@@ -249,11 +242,11 @@ loop.failure = {
 loop.onWake = {
     // Failed since the loop looked: no level line, round again at once to say it.
     if recorder.writeError != nil { return 0 }
-    if now() >= nextLevel {
+    if monotonicMilliseconds() >= nextLevel {
         tool.say(levelLine())
         nextLevel += 1000
     }
-    let untilLevel = Int32(max(0, nextLevel - now()))
+    let untilLevel = Int32(max(0, nextLevel - monotonicMilliseconds()))
     return duration == nil ? untilLevel : min(untilLevel, 20)
 }
 var status = loop.run()

@@ -244,25 +244,18 @@ tool.say("graphvoice: \(driver.clientName):in_1… → voice processing (\(proce
         + "delay hint \(stats.echoPathDelayMilliseconds) ms (metric \(stats.delayEstimateMilliseconds.map { "\($0) ms" } ?? "-")), late \(stats.lateFrames) frames"
 }
 
-/// Milliseconds on the monotonic clock.
-func now() -> Int64 {
-    var t = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &t)
-    return Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000
-}
-
 // 4. Until a signal or the --duration: the status once a second.
 let loop = MainLoop(tool: tool, driver: driver)
-let start = now()
+let start = monotonicMilliseconds()
 var nextStatus = start + 1000
-loop.isDone = { duration.map { Double(now() - start) / 1000 >= $0 } ?? false }
+loop.isDone = { duration.map { Double(monotonicMilliseconds() - start) / 1000 >= $0 } ?? false }
 loop.failure = { recorder?.writeError.map { "writing \(recordPath!) failed: \($0)" } }
 loop.onWake = {
-    if now() >= nextStatus {
+    if monotonicMilliseconds() >= nextStatus {
         tool.say(statusLine())
         nextStatus += 1000
     }
-    let untilStatus = Int32(max(0, nextStatus - now()))
+    let untilStatus = Int32(max(0, nextStatus - monotonicMilliseconds()))
     return duration == nil ? untilStatus : min(untilStatus, 20)
 }
 var status = loop.run()

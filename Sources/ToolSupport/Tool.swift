@@ -21,6 +21,14 @@ public enum ExitStatus {
     }
 }
 
+/// Milliseconds on the monotonic clock (`CLOCK_MONOTONIC`): for the tools' once-a-second lines
+/// and deadlines. Thread: any.
+public func monotonicMilliseconds() -> Int64 {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Int64(t.tv_sec) * 1000 + Int64(t.tv_nsec) / 1_000_000
+}
+
 /// A command-line tool's voice: lines on stdout, `name: message` lines on stderr, and exits.
 ///
 /// Everything is written straight to the file descriptor with write(2), unbuffered, so lines

@@ -1,5 +1,6 @@
 // Tests, JACK: the expectations on what a probe captured, which tell a wrong result from a pass JACK's xruns spoiled.
 import AudioGraphTestSupport
+import Foundation
 import Testing
 
 /// The offset where `played` occurs in `captured` with every sample within `tolerance`, or nil.
@@ -44,5 +45,21 @@ extension ProbeClient {
         } else {
             Issue.record(Comment(rawValue: "\(comment): \(report)"), sourceLocation: sourceLocation)
         }
+    }
+}
+
+/// Runs `tool` with `options` against a server that does not exist and expects a bad option:
+/// status 2 before JACK is joined (joining would have failed with status 1), exactly one
+/// stderr line `tool: …` containing `message`, nothing on stdout, and none of the files named
+/// under `filesUnder` (path prefixes) left behind.
+func expectRefusedBeforeJoiningJACK(_ tool: String, _ options: [String], saying message: String, filesUnder prefixes: [String],
+                                    sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let process = try ToolProcess(tool, options, server: "no-such-server-\(getpid())")
+    #expect(process.waitForExit() == 2, "\(options): \(process.stderr)", sourceLocation: sourceLocation)
+    #expect(process.stderr.hasPrefix("\(tool): ") && process.stderr.contains(message), "\(options): \(process.stderr)", sourceLocation: sourceLocation)
+    #expect(process.stderr.split(separator: "\n").count == 1 && process.stdout.isEmpty, "\(options): \(process.stdout) \(process.stderr)",
+            sourceLocation: sourceLocation)
+    for file in options where prefixes.contains(where: { file.hasPrefix($0) }) {
+        #expect(access(file, F_OK) != 0, "\(file) not created", sourceLocation: sourceLocation)
     }
 }

@@ -195,11 +195,7 @@ extension JACKIntegration {
         @Test(arguments: 0..<GraphrecordTests.badOptions.count)
         func badOptionsExit2BeforeJoiningJACK(_ index: Int) throws {
             let (options, message) = Self.badOptions[index]
-            let tool = try ToolProcess("graphrecord", options, server: "no-such-server-\(getpid())")
-            #expect(tool.waitForExit() == 2, "\(options): \(tool.stderr)")
-            #expect(tool.stderr.hasPrefix("graphrecord: ") && tool.stderr.contains(message), "\(options): \(tool.stderr)")
-            #expect(tool.stderr.split(separator: "\n").count == 1 && tool.stdout.isEmpty, "\(options): \(tool.stdout) \(tool.stderr)")
-            for file in options where file.hasPrefix("/tmp/ag-grec-bad") { #expect(access(file, F_OK) != 0, "\(file) not created") }
+            try expectRefusedBeforeJoiningJACK("graphrecord", options, saying: message, filesUnder: ["/tmp/ag-grec-bad"])
         }
 
         /// A --rate the server's cannot be converted to (more than 256 times lower) is found once

@@ -206,11 +206,7 @@ extension JACKIntegration {
         @Test(arguments: 0..<VoiceProcessingJACKTests.badOptions.count)
         func graphvoiceRefusesBadOptionsBeforeJoiningJACK(_ index: Int) throws {
             let (options, message) = Self.badOptions[index]
-            let tool = try ToolProcess("graphvoice", options, server: "no-such-server-\(getpid())")
-            #expect(tool.waitForExit() == 2, "\(options): \(tool.stderr)")
-            #expect(tool.stderr.hasPrefix("graphvoice: ") && tool.stderr.contains(message), "\(options): \(tool.stderr)")
-            #expect(tool.stderr.split(separator: "\n").count == 1 && tool.stdout.isEmpty, "\(options): \(tool.stdout) \(tool.stderr)")
-            for file in options where file.hasPrefix("/tmp/ag-gvoice-bad") || file.hasPrefix("/proc/") { #expect(access(file, F_OK) != 0) }
+            try expectRefusedBeforeJoiningJACK("graphvoice", options, saying: message, filesUnder: ["/tmp/ag-gvoice-bad", "/proc/"])
         }
 
         /// A JACK period change while processing (on a server of its own): from 256 to 1024
