@@ -286,9 +286,7 @@ func audiographJACKShutdown(_ code: jack_status_t, _ reason: UnsafePointer<CChar
         while i < JACKRenderState.reasonCapacity - 1, reason[i] != 0 { s.shutdownReason[i] = reason[i]; i += 1 }
     }
     s.shutdownReason[i] = 0
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)  // async-signal-safe, as everything here
-    s.shutdownTime.store(UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec), ordering: .relaxed)
+    s.shutdownTime.store(monotonicNanoseconds(), ordering: .relaxed)  // clock_gettime: async-signal-safe, as everything here
     s.shutDown.store(true, ordering: .releasing)
     s.notify()
 }

@@ -122,8 +122,9 @@ extension JACKDriver {
     }
 
     /// Empties the notification pipe and posts what changed since the last call: an
-    /// interruption that began (once per shutdown), then a configuration change. JACK's
-    /// callbacks only record; this is where observers hear of it.
+    /// interruption that began (once per shutdown), connections lost or made again (once the
+    /// server's graph state shows the change: see ``dispatchDelay``), then a configuration
+    /// change. JACK's callbacks only record; this is where observers hear of it.
     /// - Thread: control thread (never from a JACK callback).
     public func dispatchNotifications() {
         state.drainNotifications()
@@ -136,7 +137,12 @@ extension JACKDriver {
             post(.interruptionBegan(reason: shutdownReason))
             return
         }
-        if state.patchbayChanged.exchange(false, ordering: .relaxed) { notePatchbay() }
+        let cycles = state.cycles.load(ordering: .relaxed)
+        if state.patchbayChanged.exchange(false, ordering: .relaxed) { patchbayChangeCycle = cycles }
+        if let changed = patchbayChangeCycle, cycles &- changed >= 2 {
+            patchbayChangeCycle = nil
+            notePatchbay()
+        }
         postConfigurationChange()
     }
 
@@ -148,6 +154,21 @@ extension JACKDriver {
     /// Connections a ``reconnect()`` could not make yet because a peer's port was not there (its
     /// client not back yet); each is made when its port appears. Thread: control thread.
     public var pendingConnections: [(source: String, destination: String)] { awaitedConnections }
+
+    /// Milliseconds after which ``dispatchNotifications()`` has work although no notification
+    /// arrives, or -1 when it has none: a main loop polling ``notificationFileDescriptor`` uses it
+    /// as its longest timeout. A reported connection or port change is noted only two cycles of
+    /// this client after the report: jack2 keeps connections in a double-buffered graph state
+    /// that the server switches to at the start of a process cycle (JackGraphManager), while it
+    /// looks port names up at once, so a read right after a change can still list a connection
+    /// to a port already unregistered, or miss one just made; a netjack2 slave waiting for its
+    /// master runs few cycles for seconds, and its reads stay stale that long. Meanwhile this is
+    /// a period (at least 1 ms). Thread: control thread.
+    public var dispatchDelay: Int32 {
+        guard patchbayChangeCycle != nil else { return -1 }
+        let rate = max(1, Int(state.sampleRate.load(ordering: .relaxed)))
+        return Int32(max(1, Int(state.bufferSize.load(ordering: .relaxed)) * 1000 / rate))
+    }
 
     /// After the server reported a change: notes this client's connections (a snapshot that
     /// holds only while the server runs: a shutdown under way leaves the last good one) and
@@ -191,14 +212,27 @@ extension JACKDriver {
         }
         guard alive else { return }
         unregistrationsNoted = unregistered
-        if !restored.isEmpty { seen = snapshot() }
-        knownConnections = seen
-        physicalPeers = [:]
-        for pair in seen {
-            guard let port = jack_port_by_name(client, peer(pair)),
-                  (UInt32(bitPattern: jack_port_flags(port)) & JackPortIsPhysical.rawValue) != 0 else { continue }
-            physicalPeers[peer(pair)] = jack_port_uuid(port)
+        // Not read again: a read right after jack_connect can miss what it made (see
+        // dispatchDelay); the notifications it causes bring a settled read.
+        seen.removeAll { pair in awaitedConnections.contains { $0 == pair } }
+        for made in restored where !seen.contains(where: { $0 == (made.source, made.destination) }) {
+            seen.append((made.source, made.destination))
         }
+        knownConnections = seen
+        var peers: [String: jack_uuid_t] = [:]
+        for pair in seen {
+            let name = peer(pair)
+            guard let port = jack_port_by_name(client, name) else {
+                // Listed as connected but not found by name: read while its driver unregisters it
+                // (netjack2's slave losing its master). Keep what was known of it, or the loss
+                // that follows would be taken for a patchbay's.
+                if let id = physicalPeers[name] { peers[name] = id }
+                continue
+            }
+            guard (UInt32(bitPattern: jack_port_flags(port)) & JackPortIsPhysical.rawValue) != 0 else { continue }
+            peers[name] = jack_port_uuid(port)
+        }
+        physicalPeers = peers
         if !lost.isEmpty { post(.connectionsLost(lost)) }
         if !restored.isEmpty { post(.connectionsRestored(restored)) }
     }
@@ -268,10 +302,7 @@ extension JACKDriver {
         interruptionPosted = false
         var downtime = 0.0
         if wentAway > 0 {
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            let ns = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-            downtime = Double(ns &- wentAway) / 1e9
+            downtime = Double(monotonicNanoseconds() &- wentAway) / 1e9
         }
         restoreConnections()
         post(.interruptionEnded(downtime: downtime, configuration: configuration))
@@ -305,4 +336,11 @@ extension JACKDriver {
     private func post(_ notification: Notification) {
         for observer in observers { observer.handler(notification) }
     }
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds, the clock of ``JACKRenderState/shutdownTime``.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }

@@ -100,6 +100,9 @@ public final class JACKDriver: @unchecked Sendable {
     var physicalPeers: [String: jack_uuid_t] = [:]
     /// The server's port unregistrations counted when ``knownConnections`` was last noted.
     var unregistrationsNoted: UInt64 = 0
+    /// This client's cycle count when the latest connection or port change was reported and not
+    /// yet noted (see ``JACKDriver/dispatchDelay``); nil when none waits. Control thread.
+    var patchbayChangeCycle: UInt64?
     /// This client's ports that carry a pretty name, removed again by ``close()``.
     var prettyNamedPorts: [jack_uuid_t] = []
 

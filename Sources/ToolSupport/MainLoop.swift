@@ -158,8 +158,11 @@ public final class MainLoop {
                     return ExitStatus.failure
                 }
             }
+            // The shortest of the timeouts that apply (-1: none).
             var timeout = onWake()
-            if waiting { timeout = timeout < 0 ? MainLoop.reconnectInterval : min(timeout, MainLoop.reconnectInterval) }
+            for limit in [driver.dispatchDelay, waiting ? MainLoop.reconnectInterval : -1] where limit >= 0 {
+                timeout = timeout < 0 ? limit : min(timeout, limit)
+            }
             let readInput = inputOpen && readsInputNow()
             var fds = [pollfd(fd: driver.notificationFileDescriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: QuitSignals.fileDescriptor, events: Int16(POLLIN), revents: 0),

@@ -211,7 +211,7 @@ extension JACKIntegration {
             #expect(NetLink.waitForPort("gt-master:out_1", on: slave.name))
             try link.restartMaster()
             #expect(tool.waitFor("connection(s) made again", timeout: 20), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
-            #expect(tool.stdout.contains("system:capture_1 → gt-master:in_1"), "\(tool.stdout)")
+            #expect(tool.stdout.contains("system:capture_1 → gt-master:in_1"), "\(tool.stdout) STDERR \(tool.stderr)")
             let (delay, report) = NetJACKTests.roundTrip(link, slaveClient: link.slaveClient)
             #expect(delay != nil, "speech did not come back bit-exact after the master restarted: \(report)")
             tool.send("quit")
