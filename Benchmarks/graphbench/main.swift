@@ -4,6 +4,7 @@
 //   swift run -c release graphbench                 full run (≥ 60 s of audio per slice size)
 //   swift run -c release graphbench --seconds 10    shorter
 //   swift run -c release graphbench --voice         the voice-processing section only
+//   swift run -c release graphbench --standard      the standard graph against C only (for profilers)
 //   valgrind --tool=callgrind .build/release/graphbench --callgrind
 //                                                   fixed, short, deterministic: instruction counts
 //
@@ -20,6 +21,7 @@ import Glibc
 var seconds = 60.0
 var callgrind = false
 var voiceOnly = false
+var standardOnly = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let arg = arguments.next() {
     switch arg {
@@ -28,8 +30,9 @@ while let arg = arguments.next() {
         seconds = v
     case "--callgrind": callgrind = true
     case "--voice": voiceOnly = true
+    case "--standard": standardOnly = true
     case "--help", "-h":
-        print("usage: graphbench [--seconds S] [--callgrind] [--voice]"); exit(0)
+        print("usage: graphbench [--seconds S] [--callgrind] [--voice | --standard]"); exit(0)
     default:
         print("graphbench: unknown option \(arg)"); exit(2)
     }
@@ -202,6 +205,8 @@ for slice in callgrind ? [64] : [32, 64, 256, 1024] {
     let same = engineOut.checksum == referenceOut.checksum ? "identical" : "DIFFER"
     print("  \(pad(String(slice), 5))   \(pad(fixed(e, 2), 15))   \(pad(fixed(r, 2), 10))   \(pad(fixed(ratio, 2), 5))   \(fixed(engineOut.checksum, 6)) / \(fixed(referenceOut.checksum, 6)) (\(same))")
 }
+
+if standardOnly { exit(0) }
 
 extension AudioGraph {
     /// Configured for the offline pull, initialized and started.
