@@ -5,6 +5,7 @@
 //   swift run -c release graphbench --seconds 10    shorter
 //   swift run -c release graphbench --voice         the voice-processing section only
 //   swift run -c release graphbench --standard      the standard graph against C only (for profilers)
+//   swift run -c release graphbench --parallel      the several-threads section only
 //   valgrind --tool=callgrind .build/release/graphbench --callgrind
 //                                                   fixed, short, deterministic: instruction counts
 //
@@ -22,6 +23,7 @@ var seconds = 60.0
 var callgrind = false
 var voiceOnly = false
 var standardOnly = false
+var parallelOnly = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let arg = arguments.next() {
     switch arg {
@@ -31,8 +33,9 @@ while let arg = arguments.next() {
     case "--callgrind": callgrind = true
     case "--voice": voiceOnly = true
     case "--standard": standardOnly = true
+    case "--parallel": parallelOnly = true
     case "--help", "-h":
-        print("usage: graphbench [--seconds S] [--callgrind] [--voice | --standard]"); exit(0)
+        print("usage: graphbench [--seconds S] [--callgrind] [--voice | --standard | --parallel]"); exit(0)
     default:
         print("graphbench: unknown option \(arg)"); exit(2)
     }
@@ -176,6 +179,11 @@ let frames = Int(seconds * sampleRate)
 let loopFrames = 49_152
 print("graphbench: \(fixed(seconds, 1)) s of stereo audio at 48 kHz per measurement, cycling through a \(loopFrames)-frame buffer\(callgrind ? " (callgrind mode)" : "")")
 let input = Buffers(channels: channels, frames: loopFrames, seed: 42)
+
+if parallelOnly {
+    _ = try runParallelBench(frames: max(48_000, frames / 4), input: input, callgrind: false)
+    exit(0)
+}
 
 // MARK: 1. Standard graph vs C reference
 
@@ -326,7 +334,11 @@ print("update() on a 1,000-node chain: \(fixed(updateTotal / Double(updates) * 1
 
 try runKernelBenches(frames: callgrind ? 48_000 : max(48_000, frames / 4), input: input, callgrind: callgrind)
 
-// MARK: 5. Voice processing against the same graph bypassed
+// MARK: 5. Several threads
+
+let parallelSpeedup = try runParallelBench(frames: callgrind ? 48_000 : max(48_000, frames / 4), input: input, callgrind: callgrind)
+
+// MARK: 6. Voice processing against the same graph bypassed
 
 if !callgrind { try runVoiceBench(seconds: min(10, max(2, seconds / 6))) }
 
@@ -337,4 +349,4 @@ let treeGrowth = (treePerNode[big] ?? 0) / (treePerNode[10] ?? 1)
 let s = max(chainGrowth, treeGrowth)
 print("per-node cost \(big)/10 nodes: chain \(fixed(chainGrowth, 2)), fan-in tree \(fixed(treeGrowth, 2))")
 print("")
-print("summary: ratio@64=\(fixed(ratioAt64, 2)) per-node-\(big)/10=\(fixed(s, 2))")
+print("summary: ratio@64=\(fixed(ratioAt64, 2)) per-node-\(big)/10=\(fixed(s, 2)) parallel-speedup=\(fixed(parallelSpeedup, 2))")

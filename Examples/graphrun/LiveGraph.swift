@@ -20,8 +20,13 @@ final class LiveGraph {
     let fixed: FixedUnits
     private var fixedNodes: [String: AUNode] = [:]
 
+    /// `--threads`: the threads every graph (each part's) renders with (AudioGraph.setRenderThreads).
+    /// Set once by main before any graph is made.
+    nonisolated(unsafe) static var renderThreads = 0
+
     init(fixed: FixedUnits = FixedUnits()) throws(AudioUnitError) {
         graph = AudioGraph()
+        try graph.setRenderThreads(LiveGraph.renderThreads)
         io = IOUnit()
         ioNode = try graph.addNode(io)
         try io.setInputEnabled(true)

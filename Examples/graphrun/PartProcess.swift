@@ -90,13 +90,13 @@ final class FarPart {
     private(set) var hasEnded = false
 
     /// Starts the child for the part on server entry `serverName` of `file`: `graphrun FILE
-    /// --part NAME --name CLIENT`, with the same stderr.
+    /// --part NAME --name CLIENT --threads N`, with the same stderr.
     /// - Throws: Foundation's error when the program cannot be started.
     init(file: String, serverName: String, clientName: String) throws {
         self.serverName = serverName
         self.file = file
         process.executableURL = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-        process.arguments = [file, "--part", serverName, "--name", clientName]
+        process.arguments = [file, "--part", serverName, "--name", clientName, "--threads", String(LiveGraph.renderThreads)]
         process.standardInput = toChild
         process.standardOutput = fromChild
         try process.run()

@@ -25,6 +25,9 @@ options:
   --reconnect         when the server goes away, wait for it (a try every 250 ms) and resume:
                       same client name and ports, connections made again, the graph following
                       the server's rate if it changed (without it: exit 1)
+  --threads N         threads that render the graph: 0 (the default) lets the engine choose from
+                      the graph's estimated cost, 1 keeps to JACK's process thread, 2…64 adds
+                      workers at its priority that render independent branches beside it
   --check             check FILE and exit (0 when valid, 2 with the error otherwise); no JACK.
                       Bounds that follow the sample rate (a low-pass cutoff's top, half the
                       rate) are checked at --rate's, else at 48000 Hz; the answer says which
@@ -103,6 +106,7 @@ while let argument = arguments.next() {
     case "--part": partServer = arguments.value(for: argument)
     case "--json": json = true
     case "--rate": checkRate = arguments.integer(for: argument, in: 1000...Int(StreamFormat.maximumSampleRate))
+    case "--threads": LiveGraph.renderThreads = arguments.integer(for: argument, in: 0...64)
     case let arg where arg.hasPrefix("-"): arguments.unknown(arg)
     case let arg:
         guard filePath == nil else { tool.fail("one graph file only ('\(filePath!)' and '\(arg)')", status: ExitStatus.usage) }

@@ -139,6 +139,9 @@ public final class JACKDriver: @unchecked Sendable {
         let state = JACKRenderState(graph: graph.renderContext, inputCount: options.inputChannels, outputCount: options.outputChannels,
                                     latencyPorts: options.latencyPorts)
         if let names = options.outputPortNames { state.outputShortNames = names }
+        // Render workers (AudioGraph.setRenderThreads) run at the process thread's priority, as
+        // jack_client_create_thread would start them; -1: the server is not real-time.
+        graph.renderWorkerPriority = max(0, jack_client_real_time_priority(client))
         if let voice = io as? VoiceProcessingIOUnit {
             // Its latency is set for the server's period; the latency callback gives it the echo path.
             try? voice.setExpectedSliceFrames(Int(jack_get_buffer_size(client)))

@@ -25,6 +25,7 @@ extension AudioGraph {
         if hasPendingEdits { state += ", edits pending" }
         if renderLatency > 0 { state += ", latency \(milliseconds(renderLatency)) ms" }
         if !notifications.isEmpty { state += ", \(notifications.count) render notification(s)" }
+        if renderThreadsInUse > 1 { state += ", rendered on \(renderThreadsInUse) threads" }
         var lines = ["AudioGraph: \(nodeCount) node(s), \(state)"]
         for node in nodes {
             guard let unit = try? nodeInfo(node) else { continue }

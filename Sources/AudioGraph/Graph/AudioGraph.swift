@@ -74,6 +74,19 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     /// Whether ``initialize()`` has succeeded (and ``uninitialize()`` not been called since).
     public internal(set) var isInitialized = false
 
+    /// Threads that render the graph's units (see ``setRenderThreads(_:)``): 0 (the default)
+    /// chooses from the plan's estimated cost, 1 renders on the render thread alone, 2…64 uses
+    /// that many. Thread: control thread.
+    public internal(set) var renderThreads = 0
+    /// The SCHED_FIFO priority render workers ask for, 1…99, or 0 for ordinary threads (the
+    /// default; the offline renderer's). The JACK driver sets it to its process thread's
+    /// (`jack_client_real_time_priority`). Takes effect for workers started after it changes:
+    /// at the next ``initialize()`` or ``update()`` that needs workers. Thread: control thread.
+    public var renderWorkerPriority: Int32 = 0
+    /// The worker threads plans render with; replaced (the old ones stop once no plan uses
+    /// them) when a plan needs more or another priority.
+    var workerPool: RenderWorkers?
+
     /// Creates an empty graph. Thread: any.
     public init() {}
 
@@ -130,7 +143,10 @@ public final class AudioGraph: @unchecked Sendable, CustomStringConvertible {
     }
 
     func checkControlThread() throws(AudioUnitError) {
-        if shared.renderThread.load(ordering: .relaxed) == UInt(pthread_self()) { throw .cannotDoInCurrentContext }
+        let thread = UInt(pthread_self())
+        if shared.renderThread.load(ordering: .relaxed) == thread || workerPool?.isWorker(thread) == true {
+            throw .cannotDoInCurrentContext
+        }
     }
 
     // MARK: - Nodes

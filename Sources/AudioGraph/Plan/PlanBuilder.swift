@@ -1,4 +1,8 @@
-// Plan: compiling a topology into a render plan — pull order, formats, converters, buffers, kernel state.
+// Plan: compiling a topology into a render plan — pull order, formats, converters, buffers, kernel state, threads.
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What compiling a topology produced: the plan (in its resources) and what the graph stores
 /// when it publishes it.
@@ -43,6 +47,10 @@ struct PlanBuilder {
     let compensatesLatency: Bool
     /// Render notifications to call before and after every slice.
     let notificationBoxes: [CallbackBox]
+    /// ``AudioGraph/renderThreads`` (0: chosen from the plan's estimated cost), and the worker
+    /// threads for a plan that wants `n` of them (the graph's, grown when short).
+    var renderThreads = 1
+    var workers: (Int) -> RenderWorkers = { RenderWorkers(workers: $0, priority: 0) }
     let ioNode: AUNode
     let io: IOUnit
     /// The device's rate: the graph's rate.
@@ -100,6 +108,7 @@ struct PlanBuilder {
         let steps = try planSteps()
         let (ioOutput, outputLatency) = try planDeviceOutput()
         let plan = makePlan(steps: steps, deviceInput: deviceInput, ioOutput: ioOutput)
+        plan.pointee.parallel = planSchedule()
         resources.plan = plan
         for (node, formats) in unconnectedFormats {
             resolved[node]!.inputs = zip(resolved[node]!.inputs, formats).map { $0 ?? $1 }
@@ -465,6 +474,102 @@ struct PlanBuilder {
                              accepts: { $0 == deviceOutChannels })
     }
 
+    // MARK: - Stage 7: threads (the plan's schedule, once the plan exists)
+
+    /// The steps each step reads: its connections' sources and a pulling callback's declared
+    /// sources (the IO unit's element 1 is ready before any step), as step indexes, distinct.
+    private func producers() -> [[Int]] {
+        var index: [AUNode: Int] = [:]
+        for (i, node) in order.enumerated() { index[node] = i }
+        return order.map { node in
+            var found: [Int] = []
+            for element in 0..<resolved[node]!.inputs.count {
+                switch topology.inputs[InputKey(node: node, element: AudioUnitElement(element))] {
+                case .connection(let source, _)?: if let i = index[source] { found.append(i) }
+                case .callback(let box)?: found += box.sources.compactMap { index[$0.node] }
+                case nil: break
+                }
+            }
+            return Array(Set(found)).sorted()
+        }
+    }
+
+    /// How many threads render the steps: ``AudioGraph/renderThreads`` when set; otherwise 1
+    /// unless a slice is estimated to cost more than ``RenderThreadEstimate/threshold`` and its
+    /// independent branches let more threads share it (total estimated cost over the costliest
+    /// path, to the nearest whole number), bounded by the machine's cores.
+    static func threadCount(requested: Int, costs: [Double], producers: [[Int]], maxFrames: Int) -> Int {
+        guard costs.count > 1 else { return 1 }
+        if requested > 0 { return requested }
+        var path = [Double](repeating: 0, count: costs.count)
+        for i in costs.indices { path[i] = costs[i] + (producers[i].map { path[$0] }.max() ?? 0) }
+        let total = costs.reduce(0, +), critical = path.max() ?? 0
+        guard total * Double(maxFrames) >= RenderThreadEstimate.threshold, critical > 0 else { return 1 }
+        let cores = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        return max(1, min(cores, Int((total / critical).rounded())))
+    }
+
+    /// The schedule for rendering on several threads, or nil when one thread renders.
+    private func planSchedule() -> UnsafeMutablePointer<ParallelSchedule>? {
+        let reads = producers()
+        let costs = order.map { RenderThreadEstimate.nanosecondsPerFrame(topology.nodes[$0]!, formats: resolved[$0]!) }
+        let threads = Self.threadCount(requested: renderThreads, costs: costs, producers: reads, maxFrames: maxFrames)
+        guard threads > 1 else { return nil }
+        let pool = workers(threads - 1)
+        resources.retained.append(pool)
+        var readers = [[Int]](repeating: [], count: order.count)
+        for (consumer, sources) in reads.enumerated() { for source in sources { readers[source].append(consumer) } }
+        // Tasks: a step whose only producer is the last step of a task, and that step's only
+        // consumer, joins that task (a chain renders on one thread without touching the queue).
+        var tasks: [[Int]] = [], taskOf = [Int](repeating: 0, count: order.count)
+        for step in order.indices {
+            if reads[step].count == 1, let producer = reads[step].first, readers[producer].count == 1,
+               tasks[taskOf[producer]].last == producer {
+                tasks[taskOf[producer]].append(step)
+            } else {
+                tasks.append([step])
+            }
+            taskOf[step] = tasks.count - 1
+        }
+        let count = tasks.count
+        let taskReads = tasks.map { Set(reads[$0[0]].map { taskOf[$0] }).sorted() }
+        let taskReaders = tasks.map { Set(readers[$0[$0.count - 1]].map { taskOf[$0] }).sorted() }
+        let schedule = resources.allocate(ParallelSchedule.self, count: 1)
+        let taskSteps = resources.allocate(Int32.self, count: order.count)
+        let taskStarts = resources.allocate(Int32.self, count: count + 1)
+        let producerCounts = resources.allocate(Int32.self, count: count)
+        let pending = resources.allocate(Atomic<Int32>.self, count: count)
+        let ready = resources.allocate(Atomic<Int32>.self, count: count)
+        let starts = resources.allocate(Int32.self, count: count + 1)
+        let consumers = resources.allocate(Int32.self, count: taskReaders.reduce(0) { $0 + $1.count })
+        let roots = resources.allocate(Int32.self, count: count)
+        var rootCount = 0, k = 0, s = 0
+        for i in 0..<count {
+            taskStarts[i] = Int32(s)
+            for step in tasks[i] { taskSteps[s] = Int32(step); s += 1 }
+            producerCounts[i] = Int32(taskReads[i].count)
+            (pending + i).initialize(to: Atomic(Int32(taskReads[i].count)))
+            (ready + i).initialize(to: Atomic(0))
+            if taskReads[i].isEmpty { roots[rootCount] = Int32(i); rootCount += 1 }
+            starts[i] = Int32(k)
+            for consumer in taskReaders[i] { consumers[k] = Int32(consumer); k += 1 }
+        }
+        taskStarts[count] = Int32(s)
+        starts[count] = Int32(k)
+        // Each shared counter in a cache line of its own.
+        func counter() -> UnsafeMutablePointer<Atomic<Int>> {
+            let line = resources.allocate(Atomic<Int>.self, count: 64 / MemoryLayout<Atomic<Int>>.stride)
+            line.initialize(to: Atomic(0))
+            return line
+        }
+        schedule.initialize(to: ParallelSchedule(
+            workers: Unmanaged.passUnretained(pool), threads: threads, taskCount: count, taskSteps: taskSteps, taskStarts: taskStarts,
+            producerCounts: producerCounts, pending: pending,
+            consumers: consumers, consumerStarts: starts, roots: roots, rootCount: rootCount, ready: ready,
+            head: counter(), tail: counter(), done: counter(), tallies: resources.allocate(UInt64.self, count: threads * 8)))
+        return schedule
+    }
+
     // MARK: - Stage 6: the plan
 
     /// The plan itself: steps, both IO sides, rate domains and notifications, in memory the
@@ -516,6 +621,8 @@ extension AudioGraph {
     func buildPlan(_ topology: Topology) throws(AudioUnitError) -> BuiltPlan {
         var builder = try PlanBuilder(topology, converterCache: converterCache, delayCache: delayCache,
                                       compensatesLatency: compensatesLatency, notifications: notifications.map(\.box))
+        builder.renderThreads = renderThreads
+        builder.workers = { [self] count in renderWorkers(count) }
         return try builder.build()
     }
 }

@@ -27,7 +27,7 @@ final class PlanResources: @unchecked Sendable {
     var plan: UnsafeMutablePointer<RenderPlan>?
 
     /// Zero-filled memory for `count` values of `T`, freed with the resources.
-    func allocate<T>(_ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
+    func allocate<T: ~Copyable>(_ type: T.Type, count: Int) -> UnsafeMutablePointer<T> {
         let bytes = max(1, count) * MemoryLayout<T>.stride
         let raw = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: max(16, MemoryLayout<T>.alignment))
         raw.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)

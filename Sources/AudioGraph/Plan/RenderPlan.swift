@@ -159,4 +159,7 @@ struct RenderPlan {
     /// device input goes through it before anything reads it, and what the device output got
     /// is its far end.
     var voice: Unmanaged<VoiceIOEngine>?
+    /// When the plan renders its steps on several threads (``AudioGraph/renderThreads``): the
+    /// steps' dependencies and the counters the threads share; nil renders them in pull order.
+    var parallel: UnsafeMutablePointer<ParallelSchedule>?
 }

@@ -29,6 +29,12 @@ enum RealTime {
         return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
     }
 
+    /// `sem_post`: wakes a render worker sleeping on its semaphore (``RenderWorkers``). glibc
+    /// increments the count atomically and makes a futex wake system call only when a thread
+    /// waits; it takes no lock.
+    @_noLocks @inline(__always)
+    static func semaphorePost(_ semaphore: UnsafeMutablePointer<sem_t>) { _ = _unsafePerformance { sem_post(semaphore) } }
+
     // MARK: - libm (pure arithmetic: coefficient updates, ramps, frame counts, rounding)
 
     /// `sin` from libm.

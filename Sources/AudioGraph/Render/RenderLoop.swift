@@ -124,48 +124,11 @@ enum RenderLoop {
         }
         Observers.run(p.ioLinks, element: 1, channels: p.ioInput, channelCount: p.ioInputChannels, frames: inputFrames,
                       sampleRate: domains.rates[p.ioInputRateIndex], sampleTime: domains.times[p.ioInputRateIndex])
-        // 2. Units in pull order, each at its own rate.
-        for i in 0..<p.stepCount {
-            let step = p.steps + i
-            // Most inputs are plain connections: nothing to run before the kernel reads them.
-            if step.pointee.pullsInputs {
-                for k in 0..<step.pointee.inputCount {
-                    let input = step.pointee.inputs + k
-                    if input.pointee.callback != nil || input.pointee.converter != nil || input.pointee.delay != nil {
-                        errors &+= pullInput(input, domains, &nonFinite)
-                    }
-                }
-            }
-            let n = domains.frames[step.pointee.rateIndex]
-            let owned = step.pointee.ownedOutput, output = step.pointee.output
-            for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
-            if let more = step.pointee.moreOutputs {
-                for e in 0..<step.pointee.moreOutputCount {
-                    for c in 0..<more[e].channelCount { more[e].channels[c] = more[e].owned[c] }
-                }
-            }
-            if let custom = step.pointee.custom { custom.pointee.sliceTime = domains.times[step.pointee.rateIndex] }
-            if step.pointee.automation.pointee.isIdle {
-                runKernel(step, .wholeSlice(n))
-            } else {
-                renderAutomated(step, frames: n, time: Int64(domains.times[step.pointee.rateIndex]))
-            }
-            if step.pointee.kind.scrubsOutput {
-                nonFinite &+= NonFinite.scrub(step.pointee.output, channels: step.pointee.outputChannelCount, frames: n)
-                if let more = step.pointee.moreOutputs {
-                    for e in 0..<step.pointee.moreOutputCount {
-                        nonFinite &+= NonFinite.scrub(more[e].channels, channels: more[e].channelCount, frames: n)
-                    }
-                }
-            }
-            Observers.run(step.pointee.links, element: 0, channels: step.pointee.output, channelCount: step.pointee.outputChannelCount,
-                          frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
-            if let more = step.pointee.moreOutputs {
-                for e in 0..<step.pointee.moreOutputCount {
-                    Observers.run(step.pointee.links, element: UInt32(e + 1), channels: more[e].channels, channelCount: more[e].channelCount,
-                                  frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
-                }
-            }
+        // 2. Units in pull order, each at its own rate: on this thread, or with the workers.
+        if let schedule = plan.pointee.parallel {
+            errors &+= schedule.pointee.workers._withUnsafeGuaranteedRef { $0.run(plan, schedule, nonFinite: &nonFinite) }
+        } else {
+            for i in 0..<p.stepCount { renderStep(p.steps + i, domains, &errors, &nonFinite) }
         }
         // 3. IO element 0 to the device (converted to the device's format by its input).
         var ioOutput = p.ioOutput
@@ -192,6 +155,93 @@ enum RenderLoop {
             voice._withUnsafeGuaranteedRef { $0.reference(output, channels: outputChannelCount, offset: offset, frames: frames) }
         }
         return errors
+    }
+
+    /// Renders one plan step for the slice the plan's domains hold: pulls its inputs (render
+    /// callbacks, converters, compensation delays), runs its kernel (in pieces while automation
+    /// runs), cleans what came from outside the engine's kernels and runs its observers. Adds
+    /// its render errors to `errors` and the non-finite samples it replaced to `nonFinite`.
+    /// Render thread, or a render worker (``RenderWorkers``) once every step it reads is done.
+    @_noLocks @inline(__always)
+    static func renderStep(_ step: UnsafeMutablePointer<PlanStep>, _ domains: RateDomains,
+                           _ errors: inout UInt64, _ nonFinite: inout UInt64) {
+        // Most inputs are plain connections: nothing to run before the kernel reads them.
+        if step.pointee.pullsInputs {
+            for k in 0..<step.pointee.inputCount {
+                let input = step.pointee.inputs + k
+                if input.pointee.callback != nil || input.pointee.converter != nil || input.pointee.delay != nil {
+                    errors &+= pullInput(input, domains, &nonFinite)
+                }
+            }
+        }
+        let n = domains.frames[step.pointee.rateIndex]
+        let owned = step.pointee.ownedOutput, output = step.pointee.output
+        for c in 0..<step.pointee.outputChannelCount { output[c] = owned[c] }
+        if let more = step.pointee.moreOutputs {
+            for e in 0..<step.pointee.moreOutputCount {
+                for c in 0..<more[e].channelCount { more[e].channels[c] = more[e].owned[c] }
+            }
+        }
+        if let custom = step.pointee.custom { custom.pointee.sliceTime = domains.times[step.pointee.rateIndex] }
+        if step.pointee.automation.pointee.isIdle {
+            runKernel(step, .wholeSlice(n))
+        } else {
+            renderAutomated(step, frames: n, time: Int64(domains.times[step.pointee.rateIndex]))
+        }
+        if step.pointee.kind.scrubsOutput {
+            nonFinite &+= NonFinite.scrub(step.pointee.output, channels: step.pointee.outputChannelCount, frames: n)
+            if let more = step.pointee.moreOutputs {
+                for e in 0..<step.pointee.moreOutputCount {
+                    nonFinite &+= NonFinite.scrub(more[e].channels, channels: more[e].channelCount, frames: n)
+                }
+            }
+        }
+        Observers.run(step.pointee.links, element: 0, channels: step.pointee.output, channelCount: step.pointee.outputChannelCount,
+                      frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
+        if let more = step.pointee.moreOutputs {
+            for e in 0..<step.pointee.moreOutputCount {
+                Observers.run(step.pointee.links, element: UInt32(e + 1), channels: more[e].channels, channelCount: more[e].channelCount,
+                              frames: n, sampleRate: domains.rates[step.pointee.rateIndex], sampleTime: domains.times[step.pointee.rateIndex])
+            }
+        }
+    }
+
+    /// One thread's part of a slice rendered with workers (``ParallelSchedule``): takes ready
+    /// tasks until none is left to take, renders each one's steps, and queues the consumers it
+    /// completes.
+    /// `thread` is 0 for the render thread, 1… for the workers. Render thread or a render worker.
+    @_noLocks
+    static func takeSteps(_ plan: UnsafeMutablePointer<RenderPlan>, thread: Int) {
+        guard let schedule = plan.pointee.parallel else { return }
+        let s = schedule.pointee
+        guard thread < s.threads else { return }
+        let taskCount = s.taskCount, steps = plan.pointee.steps
+        let domains = plan.pointee.domains
+        var errors: UInt64 = 0, nonFinite: UInt64 = 0
+        while true {
+            let h = s.head.pointee.load(ordering: .relaxed)
+            if h >= taskCount { break }
+            if h >= s.tail.pointee.load(ordering: .acquiring) { continue }  // nothing ready yet
+            guard s.head.pointee.compareExchange(expected: h, desired: h &+ 1, ordering: .relaxed).exchanged else { continue }
+            var value: Int32 = 0
+            repeat { value = s.ready[h].load(ordering: .acquiring) } while value == 0  // its pusher is storing it
+            s.ready[h].store(0, ordering: .relaxed)
+            let index = Int(value &- 1)
+            for t in Int(s.taskStarts[index])..<Int(s.taskStarts[index &+ 1]) {
+                renderStep(steps + Int(s.taskSteps[t]), domains, &errors, &nonFinite)
+            }
+            for k in Int(s.consumerStarts[index])..<Int(s.consumerStarts[index &+ 1]) {
+                let consumer = Int(s.consumers[k])
+                if s.pending[consumer].subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+                    s.pending[consumer].store(s.producerCounts[consumer], ordering: .relaxed)
+                    let slot = s.tail.pointee.add(1, ordering: .relaxed).oldValue
+                    s.ready[slot].store(Int32(consumer &+ 1), ordering: .releasing)
+                }
+            }
+            s.done.pointee.add(1, ordering: .releasing)
+        }
+        s.tallies[thread &* 8] = errors
+        s.tallies[thread &* 8 &+ 1] = nonFinite
     }
 
     /// Runs a step's kernel on one piece of its slice: the one switch over kernel kinds (no

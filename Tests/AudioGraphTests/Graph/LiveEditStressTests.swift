@@ -44,7 +44,10 @@ struct LiveEditStressTests {
         }
     }
 
-    @Test func randomEditsWhileRenderingKeepTheUntouchedPathIntact() throws {
+    /// On one render thread, and on three (the render thread and two workers: the islands
+    /// render beside the untouched path).
+    @Test(arguments: [1, 3])
+    func randomEditsWhileRenderingKeepTheUntouchedPathIntact(threads: Int) throws {
         // The untouched path: IO → gate → mixer input 0 → IO. Mixer inputs 1…4 take whatever the
         // random edits connect, at volume 0, so they reach the output as exact zeros.
         let graph = AudioGraph()
@@ -59,6 +62,7 @@ struct LiveEditStressTests {
         // Islands at 16 kHz on mixer inputs 1…4 would otherwise delay input 0 to align with
         // them (latency compensation) each time one joins: the untouched path must stay bit-exact.
         graph.compensatesLatency = false
+        try graph.setRenderThreads(threads)
         try graph.initialize()
         try graph.start()
 
@@ -155,5 +159,6 @@ struct LiveEditStressTests {
         #expect(counts.updates > 100 && counts.invalid > 100, "\(counts)")
         #expect(renderer.slices.load(ordering: .relaxed) > 10)
         #expect(renderer.mismatches.load(ordering: .relaxed) == 0, "the tone through the untouched path changed")
+        #expect(graph.renderThreadsInUse == threads)
     }
 }
