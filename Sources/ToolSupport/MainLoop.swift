@@ -178,6 +178,11 @@ public final class MainLoop {
     /// One reconnect attempt: true once the client runs again (then said, with the downtime,
     /// and handed to ``onReconnected``). "No server" stays quiet; another reason is said once.
     private func tryReconnect() -> Bool {
+        // A server of the tool's own (--start-server) that exited has nobody else to start it.
+        if let note = ServerStartOptions.restartOwnServerIfExited(), note != reconnectProblem {
+            complain(note)
+            reconnectProblem = note
+        }
         let rateBefore = driver.sampleRate
         var downtime = 0.0
         let token = driver.addObserver { notification in

@@ -115,8 +115,34 @@ public struct ServerStartOptions {
     public func startForProcess(for client: inout ClientOptions, tool: Tool) -> JACKServer? {
         guard let server = start(for: &client, tool: tool) else { return nil }
         ServerStartOptions.running = server
+        ServerStartOptions.startedWith = self
         atexit { ServerStartOptions.running?.stop() }
         return server
+    }
+
+    // SAFETY: set once on the main thread with `running`; read on the main thread.
+    nonisolated(unsafe) private static var startedWith: ServerStartOptions?
+
+    /// For `--reconnect`: when the jackd ``startForProcess(for:tool:)`` started has exited (killed,
+    /// crashed, its netjack2 master gone for good), starts it again with the same options, so the
+    /// client has a server to come back to. Nil when there is nothing to do (no server of our
+    /// own, or it runs); otherwise what happened, to be said: it was started again, or why it
+    /// could not be (try again later). Thread: the main thread; blocks while jackd starts (up to
+    /// 10 s, and for "net" until the master answers).
+    public static func restartOwnServerIfExited() -> String? {
+        guard let server = running, !server.isRunning, let options = startedWith, let driver = options.driver else { return nil }
+        server.stop()  // reaps the exited child
+        do {
+            if driver == "net" {
+                running = try JACKServer(name: server.name, net: options.net ?? JACKServer.NetSlave(address: multicastAddress))
+            } else {
+                running = try JACKServer(name: server.name, driver: driver)
+            }
+            return "the jackd it started (server '\(server.name)', driver \(driver)) had exited: started it again"
+        } catch {
+            running = server  // exited: looked at again at the next try
+            return "the jackd it started (server '\(server.name)') had exited and could not be started again yet: \(error)"
+        }
     }
 
     /// Starts the server asked for, under the client's server name (else

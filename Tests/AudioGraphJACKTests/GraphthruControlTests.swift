@@ -208,6 +208,30 @@ extension JACKIntegration {
             #expect(TestServer.waitForServer(server, seconds: 2))
         }
 
+        /// With --reconnect, the server graphthru started is started again when it dies (nobody
+        /// else would), and graphthru comes back on it; at exit it is stopped as before.
+        @Test func startServerWithReconnectStartsItsOwnServerAgainWhenItDies() throws {
+            let own = "audiograph-own-again-\(getpid())"
+            let tool = try ToolProcess(["--name", "gt-own-again", "--start-server", "--server", own, "--no-autoconnect", "--reconnect"], server: server)
+            try #require(tool.waitFor("mute: off"), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            let pgrep = Process()
+            pgrep.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
+            pgrep.arguments = ["-f", "jackd .*-n \(own) "]
+            let pipe = Pipe()
+            pgrep.standardOutput = pipe
+            try pgrep.run()
+            pgrep.waitUntilExit()
+            let pids = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").compactMap { Int32($0) }
+            try #require(pids.count == 1, "one jackd named \(own): \(pids)")
+            kill(pids[0], SIGKILL)
+            #expect(tool.waitFor("the JACK server is back", timeout: 15), "stdout: \(tool.stdout) stderr: \(tool.stderr)")
+            #expect(tool.stderr.contains("the jackd it started (server '\(own)', driver dummy) had exited: started it again"), "stderr: \(tool.stderr)")
+            #expect(TestServer.waitForServer(own, seconds: 5))
+            tool.send("quit")
+            #expect(tool.waitForExit() == 0)
+            #expect(!TestServer.waitForServer(own, seconds: 0.3), "the server it started again is gone after exit")
+        }
+
         @Test func terminalShowsAStatusAreaRedrawnInPlaceAndTakesKeys() throws {
             // A pseudo-terminal from util-linux `script`, so stdin and stdout are terminals.
             let name = "gt-tty-\(getpid())"
