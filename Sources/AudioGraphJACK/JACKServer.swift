@@ -210,11 +210,16 @@ public final class JACKServer: @unchecked Sendable {
         }
 
         /// Why these options cannot work, or nil: a port outside 1…65535, channels outside
-        /// 0…256, a latency outside 0…30, an empty or over-long client name.
+        /// 0…256 or none either way (a link without audio makes no `system:` ports, which is how
+        /// a started slave is known to have joined its master), a latency outside 0…30, an
+        /// empty or over-long client name.
         public var problem: String? {
             if !(1...65_535).contains(port) { return "UDP port \(port) is outside 1…65535" }
             for (what, count) in [("capture", captureChannels), ("playback", playbackChannels)] {
                 if let count, !NetSlave.channelRange.contains(count) { return "\(count) \(what) channels is outside 0…256" }
+            }
+            if captureChannels == 0 && playbackChannels == 0 {
+                return "0 capture and 0 playback channels carry no audio; give at least one channel in one direction"
             }
             if let latency, !NetSlave.latencyRange.contains(latency) { return "a network latency of \(latency) periods is outside 0…30" }
             if let clientName, let why = JACKDriver.problem(withClientName: clientName) { return "client name '\(clientName)': \(why)" }

@@ -97,10 +97,14 @@ public struct ServerStartOptions {
     }
 
     /// Checks the options together once all are parsed: --net-* options need `--start-server
-    /// net`. Exits 2 otherwise.
+    /// net`, and the link they describe must be able to work (``JACKServer/NetSlave/problem``:
+    /// at least one audio channel either way). Exits 2 otherwise.
     public func check(tool: Tool) {
         if let given = netOptionsGiven.first, driver != "net" {
             tool.fail("\(given) is for a netjack2 slave: it needs --start-server net", status: ExitStatus.usage)
+        }
+        if driver == "net", let problem = net?.problem {
+            tool.fail("--start-server net: \(problem)", status: ExitStatus.usage)
         }
     }
 

@@ -167,6 +167,7 @@ extension JACKIntegration {
             (["--start-server", "net", "--net-name", "a:b"], "--net-name 'a:b'"),
             (["--start-server", "net", "--net-master", "::1"], "netjack2's master address must be IPv4"),
             (["--start-server", "net", "--net-master", "[::1]:19000"], "netjack2's master address must be IPv4"),
+            (["--start-server", "net", "--net-capture", "0", "--net-playback", "0"], "0 capture and 0 playback channels carry no audio"),
         ])
         func badNetOptionsAreRefusedWithStatusTwoBeforeAnythingStarts(arguments: [String], message: String) throws {
             let tool = try ToolProcess(arguments, server: "ag-net-never-\(getpid())")
