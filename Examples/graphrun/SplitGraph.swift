@@ -289,25 +289,20 @@ final class SplitGraph {
         return changes
     }
 
-    /// io's client's ports for the crossings, connected to the netjack2 link's on the master
-    /// (io's server): sends to `NET:to_slave_k`, returns from `NET:from_slave_k`, in the order
-    /// the far part's child connected its ports to the slave's physical ones. Then each return
-    /// unit reports the round trip — the slave's capture and playback latency, a period for the
-    /// master's exchange (measured: 4 periods at -l 2, 5 at -l 3), and the far part's own
-    /// latency — and io's graph re-plans.
-    /// - Returns: notes to print, one per far part.
-    /// - Throws: ``GraphFileError`` naming the entry when no link is found or it has too few channels; JACK's
-    ///   errors from connecting; the graph's from re-planning.
-    func link(_ main: JACKDriver, spec: GraphSpec, reader: GraphFileReader) throws -> [String] {
-        guard plan.parts.count > 1 else { return [] }
+    /// The netjack2 link that carries each far part's edges — its client name on io's server,
+    /// the master — in the plan's order, checked before any far part starts (a far part started
+    /// for a link that is not there would take the slave's ports for nothing): the entry's
+    /// "net", or the one link there is. Also checks each link has the channels its edges need.
+    /// - Throws: ``GraphFileError`` naming the entry (a file mistake: status 2).
+    func linkNames(_ main: JACKDriver, spec: GraphSpec, reader: GraphFileReader) throws(GraphFileError) -> [String] {
         let servers = spec.servers
-        var notes: [String] = []
         let links = Set(((try? main.ports(matching: ":to_slave_1$", sources: false)) ?? []).map { String($0.dropLast(":to_slave_1".count)) })
-        for (index, part) in plan.parts.enumerated().dropFirst() {
-            let server = servers[part.server], ready = far[index - 1].ready!
+        var names: [String] = []
+        for part in plan.parts.dropFirst() {
+            let server = servers[part.server]
             let name: String
             let there = links.isEmpty
-                ? "io's server '\(main.serverName)' has no netjack2 link (no client with to_slave_ ports): io must run on the netjack2 master (jack_load netmanager there), with '\(ready.server)' its slave"
+                ? "io's server '\(main.serverName)' has no netjack2 link (no client with to_slave_ ports): io must run on the netjack2 master (jack_load netmanager there), with '\(server.jack ?? server.name)' its slave"
                 : "io's server '\(main.serverName)' has the netjack2 links \(links.sorted().map { "'\($0)'" }.joined(separator: ", "))"
             if let net = server.net {
                 guard links.contains(net) else { throw reader.error([.key("servers"), .key(server.name), .key("net")], "no netjack2 link '\(net)': \(there)") }
@@ -321,13 +316,40 @@ final class SplitGraph {
             let escaped = name.map { "\\^$.|?*+()[]{}".contains($0) ? "\\\($0)" : "\($0)" }.joined()
             let toSlave = (try? main.ports(matching: "^\(escaped):to_slave_[0-9]+$", sources: false)) ?? []
             let fromSlave = (try? main.ports(matching: "^\(escaped):from_slave_[0-9]+$", sources: true)) ?? []
-            let outbound = plan.crossings.filter { $0.farServer == part.server && $0.outbound }
-            let returns = plan.crossings.filter { $0.farServer == part.server && !$0.outbound }
-            let sends = outbound.reduce(0) { $0 + $1.channels }, backs = returns.reduce(0) { $0 + $1.channels }
+            let sends = plan.crossings.filter { $0.farServer == part.server && $0.outbound }.reduce(0) { $0 + $1.channels }
+            let backs = plan.crossings.filter { $0.farServer == part.server && !$0.outbound }.reduce(0) { $0 + $1.channels }
             guard toSlave.count >= sends, fromSlave.count >= backs else {
                 throw reader.error([.key("servers"), .key(server.name)],
                                    "the netjack2 link '\(name)' has \(toSlave.count) channel(s) to the slave and \(fromSlave.count) back; the edges to \"\(server.name)\" need \(sends) and \(backs) (start the slave with -C \(max(sends, toSlave.count)) -P \(max(backs, fromSlave.count)))")
             }
+            names.append(name)
+        }
+        return names
+    }
+
+    /// io's client's ports for the crossings, connected to the netjack2 link's on the master
+    /// (io's server): sends to `NET:to_slave_k`, returns from `NET:from_slave_k`, in the order
+    /// the far part's child connected its ports to the slave's physical ones. Then each return
+    /// unit reports the round trip — the slave's capture and playback latency, a period for the
+    /// master's exchange (measured: 4 periods at -l 2, 5 at -l 3), and the far part's own
+    /// latency — and io's graph re-plans.
+    /// - Returns: notes to print, one per far part.
+    /// - Throws: ``GraphFileError`` naming the entry when no link is found or it has too few channels; JACK's
+    ///   errors from connecting; the graph's from re-planning.
+    func link(_ main: JACKDriver, spec: GraphSpec, reader: GraphFileReader) throws -> [String] {
+        guard plan.parts.count > 1 else { return [] }
+        let servers = spec.servers
+        var notes: [String] = []
+        let names = try linkNames(main, spec: spec, reader: reader)
+        for (index, part) in plan.parts.enumerated().dropFirst() {
+            let server = servers[part.server], ready = far[index - 1].ready!
+            let name = names[index - 1]
+            let escaped = name.map { "\\^$.|?*+()[]{}".contains($0) ? "\\\($0)" : "\($0)" }.joined()
+            let toSlave = (try? main.ports(matching: "^\(escaped):to_slave_[0-9]+$", sources: false)) ?? []
+            let fromSlave = (try? main.ports(matching: "^\(escaped):from_slave_[0-9]+$", sources: true)) ?? []
+            let outbound = plan.crossings.filter { $0.farServer == part.server && $0.outbound }
+            let returns = plan.crossings.filter { $0.farServer == part.server && !$0.outbound }
+            let sends = outbound.reduce(0) { $0 + $1.channels }, backs = returns.reduce(0) { $0 + $1.channels }
             var k = 0
             for crossing in outbound {
                 let first = plan.parts[0].firstPort(ofOutputGroup: crossing.sendGroup)

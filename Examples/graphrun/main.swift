@@ -185,7 +185,11 @@ do {
     if case .graph = error { tool.fail("\(filePath):\(firstSpec.connectionsLine): connections: \(error)", status: ExitStatus.usage) }
     tool.fail("\(error)")
 }
-// Each far part in a graphrun of its own, on its server.
+// Each far part in a graphrun of its own, on its server, once the netjack2 links they need are found.
+do { _ = try split.linkNames(driver, spec: firstSpec, reader: firstReader) } catch {
+    driver.close()
+    tool.fail("\(error)", status: ExitStatus.usage)
+}
 do { try split.startFarParts(file: filePath, text: file.text, mainName: driver.clientName, servers: firstSpec.servers) } catch {
     driver.close()
     tool.fail("\(error)", status: error.status ?? (error.line > 0 ? ExitStatus.usage : ExitStatus.failure))

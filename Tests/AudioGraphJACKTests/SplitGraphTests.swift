@@ -170,14 +170,14 @@ extension JACKIntegration {
             let refused = try ToolProcess("graphrun", [same, "--no-autoconnect"], server: link.master.name)
             #expect(refused.waitForExit(timeout: 15) == 2, "\(refused.stderr)")
             #expect(refused.stderr.contains("servers.far.jack: \"far\" joins the JACK server io runs on"), "\(refused.stderr)")
-            // A "net" link that is not there names the field, with the links there are.
+            // A "net" link that is not there names the field, with the links there are: status 2
+            // (a file mistake), found before any far part starts.
             let wrong = try temporaryFile(SplitGraphTests.splitFile(name: name, slave: slave.name, nodes: nodes, connections: connections)
                 .replacingOccurrences(of: #""jack": "\#(slave.name)""#, with: #""jack": "\#(slave.name)", "net": "nosuchlink""#))
             defer { try? FileManager.default.removeItem(atPath: wrong) }
             let unlinked = try ToolProcess("graphrun", [wrong, "--no-autoconnect"], server: link.master.name)
-            #expect(unlinked.waitForExit(timeout: 20) == 1, "\(unlinked.stderr)")
+            #expect(unlinked.waitForExit(timeout: 20) == 2, "\(unlinked.stderr)")
             #expect(unlinked.stderr.contains("servers.far.net: no netjack2 link 'nosuchlink': io's server '\(link.master.name)' has the netjack2 links '\(link.slaveClient)'"), "\(unlinked.stderr)")
-            #expect(NetLink.waitForPortGone("\(name)-far:in_1", on: slave.name, seconds: 5), "the far part stopped with it")
         }
 
         @Test func theSlaveDyingEndsTheSplitGraphWithStatusOne() throws {
