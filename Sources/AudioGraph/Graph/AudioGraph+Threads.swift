@@ -60,8 +60,9 @@ extension AudioGraph {
 /// from graphbench on the project's machine (a biquad ≈ 1.5 ns per frame and channel). Only the
 /// ratios between units and the order of magnitude matter.
 public enum RenderThreadEstimate {
-    /// Estimated slice cost (nanoseconds) from which several threads are worth their wake-up,
-    /// about 10 µs each on the project's machine (graphbench's parallel section measures it).
+    /// Estimated slice cost (nanoseconds) from which several threads are worth it: waking a
+    /// worker and sharing the counters cost 2.0–2.5 µs a slice on the project's machine
+    /// (graphbench --parallel measures it), a few percent of this.
     public static let threshold = 50_000.0
 
     static func nanosecondsPerFrame(_ unit: AudioUnit, formats: ResolvedFormats) -> Double {

@@ -8,13 +8,14 @@ import Glibc
 /// the dependency graph of its steps and the per-slice counters the threads share. Built on a
 /// control thread with the plan, in memory its resources own; trivial.
 ///
-/// The algorithm is the one Ardour's and Tracktion's graphs use: every step counts the steps it
-/// reads that have not finished this slice (`pending`, reset to `producerCounts`); a step with
-/// none left goes into a ready queue; every thread (the render thread included) takes steps from
-/// the queue, renders them exactly as the serial loop does, and counts down each consumer,
-/// queueing those it brings to zero. Each step renders the same arithmetic on the same inputs
-/// whatever thread takes it, and a mixer sums its inputs in element order, so the output is bit
-/// for bit the serial render's.
+/// The algorithm is the one Ardour's and Tracktion's graphs use, on tasks (a unit, or a chain of
+/// units each feeding only the next): every task counts the tasks it reads that have not
+/// finished this slice (`pending`, reset to `producerCounts`); a task with none left goes into a
+/// ready queue; every thread (the render thread included) takes tasks from the queue, renders
+/// their steps exactly as the serial loop does, and counts down each consumer, queueing those it
+/// brings to zero. Each step renders the same arithmetic on the same inputs whatever thread
+/// takes it, and a mixer sums its inputs in element order, so the output is bit for bit the
+/// serial render's.
 struct ParallelSchedule {
     /// The worker threads (the graph owns them; the plan's resources keep them alive).
     var workers: Unmanaged<RenderWorkers>
@@ -57,10 +58,11 @@ struct ParallelSchedule {
 /// ``spinNanoseconds`` (a slice that starts meanwhile costs no wake-up); then it marks itself
 /// asleep and waits on its POSIX semaphore (`sem_wait`: a futex). The render thread starts a
 /// slice by publishing the plan and a new slice number, then posts the semaphore of each worker
-/// marked asleep (`sem_post`: a futex wake, no lock). A worker that wakes after the slice's steps
-/// were all taken goes back to waiting without touching it.
+/// marked asleep (`sem_post`: a futex wake, no lock). A worker that wakes after the slice's tasks
+/// were all taken goes back to waiting without touching it. Measured (graphbench --parallel):
+/// 2.0–2.5 µs more per 64-frame slice when every slice wakes the worker.
 ///
-/// Thread: created and stopped on a control thread; ``run(_:)`` on the render thread.
+/// Thread: created and stopped on a control thread; ``run(_:_:nonFinite:)`` on the render thread.
 final class RenderWorkers: @unchecked Sendable {
     // SAFETY (`@unchecked Sendable`): the fields the threads share are atomics or are written
     // before the slice number is published (release) and read after it is seen (acquire).
