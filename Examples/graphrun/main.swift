@@ -185,10 +185,16 @@ do {
     if case .graph = error { tool.fail("\(filePath):\(firstSpec.connectionsLine): connections: \(error)", status: ExitStatus.usage) }
     tool.fail("\(error)")
 }
-// Each far part in a graphrun of its own, on its server, once the netjack2 links they need are found.
-do { _ = try split.linkNames(driver, spec: firstSpec, reader: firstReader) } catch {
-    driver.close()
-    tool.fail("\(error)", status: ExitStatus.usage)
+// Each far part in a graphrun of its own, on its server, once the netjack2 links they need are
+// found. Without any link on io's server, starting the parts comes first: a far server that is
+// not running is the likelier mistake, and its part says so with how to start a slave (this
+// process cannot ask that server itself: libjack takes one server per process).
+let hasLinks = !((try? driver.ports(matching: ":to_slave_1$", sources: false)) ?? []).isEmpty
+if split.plan.parts.count > 1 && hasLinks {
+    do { _ = try split.linkNames(driver, spec: firstSpec, reader: firstReader) } catch {
+        driver.close()
+        tool.fail("\(error)", status: ExitStatus.usage)
+    }
 }
 do { try split.startFarParts(file: filePath, text: file.text, mainName: driver.clientName, servers: firstSpec.servers) } catch {
     driver.close()
