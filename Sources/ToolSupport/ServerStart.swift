@@ -137,11 +137,7 @@ public struct ServerStartOptions {
         guard let server = running, !server.isRunning, let options = startedWith, let driver = options.driver else { return nil }
         server.stop()  // reaps the exited child
         do {
-            if driver == "net" {
-                running = try JACKServer(name: server.name, net: options.net ?? JACKServer.NetSlave(address: multicastAddress))
-            } else {
-                running = try JACKServer(name: server.name, driver: driver)
-            }
+            running = try options.makeServer(named: server.name, driver: driver)
             return "the jackd it started (server '\(server.name)', driver \(driver)) had exited: started it again"
         } catch {
             running = server  // exited: looked at again at the next try
@@ -163,16 +159,15 @@ public struct ServerStartOptions {
             tool.fail("--start-server: a server name is 1…\(JACKServer.maximumNameLength) bytes; '\(name.prefix(40))…' has \(name.utf8.count)", status: ExitStatus.usage)
         }
         let server: JACKServer
-        do {
-            if driver == "net" {
-                server = try JACKServer(name: name, net: net ?? JACKServer.NetSlave(address: ServerStartOptions.multicastAddress))
-            } else {
-                server = try JACKServer(name: name, driver: driver)
-            }
-        } catch {
-            tool.fail("\(error)")
-        }
+        do { server = try makeServer(named: name, driver: driver) } catch { tool.fail("\(error)") }
         client.server = name
         return server
+    }
+
+    /// A jackd of `driver` named `name`, with the netjack2 options for "net" (multicast when none
+    /// were given). Thread: the main thread; blocks while it starts.
+    private func makeServer(named name: String, driver: String) throws(JACKDriverError) -> JACKServer {
+        if driver == "net" { return try JACKServer(name: name, net: net ?? JACKServer.NetSlave(address: ServerStartOptions.multicastAddress)) }
+        return try JACKServer(name: name, driver: driver)
     }
 }
