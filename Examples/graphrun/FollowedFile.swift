@@ -28,8 +28,10 @@ struct FileReadError: Error, CustomStringConvertible {
 /// A save in progress is waited for: after inotify reports a write, a truncation, a creation or
 /// a removal, the file is read when the writer closes it or renames it into place, or when
 /// ``settleMilliseconds`` pass with no further change (a writer that pauses half-way: that
-/// partial text is then read and refused, and the rest, when it comes, read again). A file that
-/// cannot be read is said once per absence, not at each look, and said again when it is back.
+/// partial text is then read and refused, and the rest, when it comes, read again). A file
+/// found empty (truncated and closed, the rest of the save to be appended) is also given the
+/// settling time once before it is read as it is. A file that cannot be read is said once per
+/// absence, not at each look, and said again when it is back.
 final class FollowedFile {
     let path: String
     /// The text last read.
@@ -55,6 +57,8 @@ final class FollowedFile {
     private var settleUntil: Double?
     /// inotify said the file is complete (closed after writing, renamed into place): read it.
     private var completeSaveSeen = false
+    /// A read found the file empty and is waiting the settling time for the rest of the save.
+    private var blankWaited = false
 
     /// The file's identity: what any save changes, short of a second one in the same clock tick.
     struct Stamp: Equatable {
@@ -157,6 +161,16 @@ final class FollowedFile {
                 missing = true
                 return nil
             }
+            // Emptied and closed (`: > FILE` before `cat … >> FILE`): the rest of the save usually
+            // follows within milliseconds, and an empty file is never a graph. Waited for once,
+            // the settling time, before it is read as it is.
+            let blank = now.text.allSatisfy(\.isWhitespace)
+            if blank, !force, !blankWaited, !text.allSatisfy(\.isWhitespace) {
+                blankWaited = true
+                settleUntil = FollowedFile.monotonicMilliseconds() + FollowedFile.settleMilliseconds
+                return nil
+            }
+            blankWaited = false
             let wasMissing = missing
             missing = false
             stamp = now.stamp

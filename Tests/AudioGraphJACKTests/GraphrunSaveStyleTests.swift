@@ -89,6 +89,16 @@ extension JACKIntegration {
                 handle.write(Data(text.utf8))
                 try handle.close()
             }
+            // Emptied and closed, then appended to 20 ms later (`: > FILE; cat NEW >> FILE`): the
+            // empty file in between is waited past, not refused.
+            try save("emptied, then appended", "0.625") { text in
+                try Self.writeInPlace("", f.path)
+                usleep(20_000)
+                let handle = try #require(FileHandle(forWritingAtPath: f.path))
+                handle.seekToEndOfFile()
+                handle.write(Data(text.utf8))
+                try handle.close()
+            }
             // A temporary file renamed over the original (vim's writebackup, VS Code, sed -i): a new inode.
             let inodeBefore = Self.stamp(f.path).st_ino
             try save("rename over", "0.75") { text in
