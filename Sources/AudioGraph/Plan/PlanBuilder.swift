@@ -511,6 +511,7 @@ struct PlanBuilder {
 
     /// The schedule for rendering on several threads, or nil when one thread renders.
     private func planSchedule() -> UnsafeMutablePointer<ParallelSchedule>? {
+        guard renderThreads != 1, order.count > 1 else { return nil }
         let reads = producers()
         let costs = order.map { RenderThreadEstimate.nanosecondsPerFrame(topology.nodes[$0]!, formats: resolved[$0]!) }
         let threads = Self.threadCount(requested: renderThreads, costs: costs, producers: reads, maxFrames: maxFrames)
